@@ -1,0 +1,113 @@
+"""The one settings object, read from the environment (and a `.env` file) only when asked for."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SettingsError(Exception):
+    """A setting is missing or invalid; the message is one line naming the variable."""
+
+
+def default_data_dir() -> Path:
+    """`./.data` beside the working directory: visible, easy to delete, shared by every process here."""
+    return Path.cwd() / ".data"
+
+
+class Settings(BaseSettings):
+    """Every knob of a deployment. Field names map to upper-case environment variables."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    discord_token: SecretStr | None = None
+    database_url: str | None = Field(default=None, description="unset = embedded PostgreSQL")
+    qdrant_url: str | None = Field(default=None, description="unset = embedded Qdrant Edge")
+    qdrant_api_key: SecretStr | None = None
+    personae_data_dir: Path = Field(default_factory=default_data_dir)
+
+    # LLMs: litellm model strings ("openai/gpt-4o-mini", "ollama/llama3.1", ...). Unset chat model:
+    # the bot cannot reply; unset summarizer: memories use the extractive summarizer.
+    chat_model: str | None = None
+    chat_api_base: str | None = None
+    chat_api_key: SecretStr | None = None
+    summarizer_model: str | None = None
+    summarizer_api_base: str | None = None
+    summarizer_api_key: SecretStr | None = None
+    llm_timeout: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=3, ge=0, le=10)
+    llm_concurrency_per_provider: int = Field(default=4, ge=1, le=256)
+    # Owners may pick plain model strings only from these providers/models (prefix match);
+    # anything with its own api base or key must be an admin-made LLM config.
+    model_allow_list: list[str] = Field(default_factory=lambda: ["openai/gpt-4o-mini", "ollama/"])
+
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_api_base: str | None = None
+
+    # Long-term memory formation.
+    summary_max_tokens: int = Field(default=256, ge=16)
+    summary_min_tokens: int = Field(default=48, ge=8)
+    summarizer_input_tokens: int = Field(default=3000, ge=200)
+    min_summarize_tokens: int = Field(default=40, ge=0)
+    recall_limit: int = Field(default=5, ge=0, le=50)
+
+    # Context and rolling summaries.
+    context_share: float = Field(default=0.75, gt=0, le=1)
+    memory_context_share: float = Field(default=0.15, ge=0, le=0.9)
+    rolling_summary_threshold_tokens: int = Field(default=1500, ge=1)
+    rolling_summary_min_messages: int = Field(default=6, ge=1)
+    rolling_summary_max_tokens: int = Field(default=800, ge=50)
+
+    # Discord behaviour.
+    admin_ids: list[str] = Field(default_factory=list)
+    cooldown_messages: int = Field(default=5, ge=1)
+    cooldown_seconds: float = Field(default=10.0, gt=0)
+    remembered_reaction: str = "📝"
+
+    log_level: str = "INFO"
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str | None) -> str | None:
+        """Accept the usual postgres:// URLs and use the asyncpg driver for them."""
+        if not value:
+            return None
+        for prefix in ("postgresql://", "postgres://"):
+            if value.startswith(prefix):
+                return "postgresql+asyncpg://" + value[len(prefix) :]
+        if not value.startswith("postgresql+asyncpg://"):
+            raise ValueError("must start with postgresql:// (for example postgresql://user:pw@host/db)")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return value.upper()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings, turning a validation error into one line that names the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        variable = str(error["loc"][0]).upper() if error["loc"] else "?"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise SettingsError(f"Invalid setting {variable}: {message}") from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, built on first use (never at import time)."""
+    return load_settings()
+
+
+def configure_litellm_environment() -> None:
+    """Keep litellm from fetching its price map over the network at import."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

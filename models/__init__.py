@@ -1,0 +1,27 @@
+"""SQLAlchemy models and the async engine/session factory. Imports nothing from memory/ or bot/."""
+
+from models.base import Base
+from models.entities import (
+    ChannelBinding,
+    Conversation,
+    LLMConfig,
+    Memory,
+    Message,
+    Personality,
+    Summary,
+    SystemPrompt,
+    UserSettings,
+)
+
+__all__ = [
+    "Base",
+    "ChannelBinding",
+    "Conversation",
+    "LLMConfig",
+    "Memory",
+    "Message",
+    "Personality",
+    "Summary",
+    "SystemPrompt",
+    "UserSettings",
+]

@@ -1,0 +1,265 @@
+"""The schema: Postgres is the source of truth for everything, memories included."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from models.base import Base
+
+# External ids (Discord snowflakes, imported transcript ids) are strings: imports may use any id.
+ExternalId = String(64)
+
+
+def _created_at() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+def _updated_at() -> Mapped[datetime]:
+    return mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
+    )
+
+
+class LLMConfig(Base):
+    """A named LLM endpoint made by a bot admin; keys live in the environment, never in the database."""
+
+    __tablename__ = "llm_configs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    model: Mapped[str] = mapped_column(String(200))
+    api_base: Mapped[str | None] = mapped_column(String(500))
+    api_key_env: Mapped[str | None] = mapped_column(String(100))
+    temperature: Mapped[float] = mapped_column(Float, server_default=text("0.7"))
+    max_tokens: Mapped[int] = mapped_column(Integer, server_default=text("512"))
+    timeout: Mapped[float] = mapped_column(Float, server_default=text("60"))
+    context_window: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (
+        CheckConstraint("temperature >= 0 AND temperature <= 2", name="temperature_range"),
+        CheckConstraint("max_tokens > 0", name="max_tokens_positive"),
+        CheckConstraint("timeout > 0", name="timeout_positive"),
+    )
+
+
+class SystemPrompt(Base):
+    __tablename__ = "system_prompts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    prompt_type: Mapped[str] = mapped_column(String(20), server_default="personality", index=True)
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    __table_args__ = (
+        CheckConstraint("prompt_type IN ('personality', 'summarizer', 'system')", name="prompt_type"),
+    )
+
+
+class Personality(Base):
+    __tablename__ = "personalities"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    display_name: Mapped[str] = mapped_column(String(80))
+    avatar_url: Mapped[str | None] = mapped_column(String(500))
+    owner_id: Mapped[str | None] = mapped_column(ExternalId, index=True)
+    system_prompt: Mapped[str] = mapped_column(Text, server_default="")
+    # A personality uses either an admin-made config or a plain allow-listed model string.
+    chat_llm_config_id: Mapped[int | None] = mapped_column(ForeignKey("llm_configs.id", ondelete="SET NULL"))
+    chat_model: Mapped[str | None] = mapped_column(String(200))
+    memory_enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    memory_mode: Mapped[str] = mapped_column(String(20), server_default="verbatim")
+    summarizer_llm_config_id: Mapped[int | None] = mapped_column(
+        ForeignKey("llm_configs.id", ondelete="SET NULL")
+    )
+    summarizer_model: Mapped[str | None] = mapped_column(String(200))
+    summarizer_prompt_id: Mapped[int | None] = mapped_column(
+        ForeignKey("system_prompts.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    chat_llm_config: Mapped[LLMConfig | None] = relationship(foreign_keys=[chat_llm_config_id])
+    summarizer_llm_config: Mapped[LLMConfig | None] = relationship(foreign_keys=[summarizer_llm_config_id])
+    summarizer_prompt: Mapped[SystemPrompt | None] = relationship()
+
+    __table_args__ = (
+        CheckConstraint("memory_mode IN ('verbatim', 'summarized', 'hybrid')", name="memory_mode"),
+        CheckConstraint("name ~ '^[a-z0-9][a-z0-9_-]*$'", name="name_is_slug"),
+    )
+
+
+class UserSettings(Base):
+    """A user's own memory preferences: global (personality_id NULL) or for one personality."""
+
+    __tablename__ = "user_settings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ExternalId)
+    personality_id: Mapped[int | None] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    # NULL = inherit (the global row, then the personality).
+    memory_enabled: Mapped[bool | None] = mapped_column(Boolean)
+    summarization: Mapped[str] = mapped_column(String(20), server_default="default")
+    allow_dm_recall_in_guilds: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    __table_args__ = (
+        CheckConstraint("summarization IN ('default', 'enabled', 'disabled')", name="summarization"),
+        # Two partial indexes instead of NULLS NOT DISTINCT, which needs PostgreSQL 15.
+        Index(
+            "uq_user_settings_global",
+            "user_id",
+            unique=True,
+            postgresql_where=text("personality_id IS NULL"),
+        ),
+        Index(
+            "uq_user_settings_personality",
+            "user_id",
+            "personality_id",
+            unique=True,
+            postgresql_where=text("personality_id IS NOT NULL"),
+        ),
+    )
+
+
+class Conversation(Base):
+    """One personality in one venue: a channel (shared by its users) or a user's DM."""
+
+    __tablename__ = "conversations"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    personality_id: Mapped[int] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    venue_key: Mapped[str] = mapped_column(String(160))
+    guild_id: Mapped[str | None] = mapped_column(ExternalId)
+    channel_id: Mapped[str | None] = mapped_column(ExternalId)
+    is_dm: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    title: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    __table_args__ = (UniqueConstraint("personality_id", "venue_key"),)
+
+
+class Message(Base):
+    """The log: every user message and every reply, stored before anything acts on it."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(ExternalId)
+    author_id: Mapped[str] = mapped_column(ExternalId)
+    author_name: Mapped[str | None] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(12))
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    token_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # Set once the exchange this message belongs to became a memory (or was skipped by settings):
+    # pending memory work is derived from the NULLs here, so nothing is lost across crashes.
+    memory_processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "external_id"),
+        CheckConstraint("role IN ('user', 'assistant')", name="role"),
+        Index("ix_messages_conversation_id_id", "conversation_id", "id"),
+        Index(
+            "ix_messages_memory_pending",
+            "conversation_id",
+            "id",
+            postgresql_where=text("memory_processed_at IS NULL"),
+        ),
+    )
+
+
+class Summary(Base):
+    """A rolling summary of a conversation, covering the messages first..last (ids in `messages`)."""
+
+    __tablename__ = "summaries"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    content: Mapped[str] = mapped_column(Text)
+    token_count: Mapped[int] = mapped_column(Integer)
+    first_message_id: Mapped[int] = mapped_column(BigInteger)
+    last_message_id: Mapped[int] = mapped_column(BigInteger)
+    message_count: Mapped[int] = mapped_column(Integer)
+    summarizer: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    __table_args__ = (
+        CheckConstraint("first_message_id <= last_message_id", name="message_range"),
+        Index("ix_summaries_conversation_id_id", "conversation_id", "id"),
+    )
+
+
+class Memory(Base):
+    """One long-term memory; its id (derived from personality and sources) is also its index point id."""
+
+    __tablename__ = "memories"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    personality_id: Mapped[int] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(ExternalId)
+    guild_id: Mapped[str | None] = mapped_column(ExternalId)
+    channel_id: Mapped[str | None] = mapped_column(ExternalId)
+    is_dm: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
+    mode: Mapped[str] = mapped_column(String(20))
+    content: Mapped[str] = mapped_column(Text)
+    content_verbatim: Mapped[str | None] = mapped_column(Text)
+    source_chars: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    summarized: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    summarizer: Mapped[str] = mapped_column(String(200), server_default="verbatim")
+    source_message_ids: Mapped[list[str]] = mapped_column(ARRAY(String(64)))
+    occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    embedding_model: Mapped[str | None] = mapped_column(String(200))
+    fidelity_misses: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    state: Mapped[str] = mapped_column(String(12), server_default="formed")
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    __table_args__ = (
+        CheckConstraint("mode IN ('verbatim', 'summarized', 'hybrid')", name="mode"),
+        CheckConstraint("state IN ('formed', 'indexed', 'deleted')", name="state"),
+        Index("ix_memories_owner", "personality_id", "user_id"),
+        Index("ix_memories_state", "state", postgresql_where=text("state <> 'indexed'")),
+    )
+
+
+class ChannelBinding(Base):
+    """A personality answering every message of a channel (or a DM channel) without being named."""
+
+    __tablename__ = "channel_bindings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    personality_id: Mapped[int] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    channel_id: Mapped[str] = mapped_column(ExternalId, index=True)
+    guild_id: Mapped[str | None] = mapped_column(ExternalId)
+    created_by: Mapped[str] = mapped_column(ExternalId)
+    created_at: Mapped[datetime] = _created_at()
+
+    __table_args__ = (UniqueConstraint("channel_id", "personality_id"),)

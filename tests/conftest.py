@@ -1,0 +1,98 @@
+"""Shared fixtures: one real PostgreSQL (embedded, or DATABASE_URL), migrated once per session.
+
+Each test gets a sessionmaker bound to a connection whose outer transaction is rolled back, so tests
+see only their own rows (rafsaf's pattern). Tests that need real commits across connections (worker
+races) use `committed_sessionmaker`, which empties the tables afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from models.database import create_engine, start_embedded_postgres
+from models.migrate import upgrade_database
+
+TEST_DATABASE = "personae_test"
+
+
+@pytest.fixture(scope="session")
+def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Short path: PostgreSQL's unix socket path must stay under 107 bytes.
+    return tmp_path_factory.mktemp("pg")
+
+
+@pytest.fixture(scope="session")
+def database_url(pg_data_dir: Path) -> str:
+    """DATABASE_URL when set (a throwaway database!), else a fresh embedded PostgreSQL."""
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        return url.replace("postgresql://", "postgresql+asyncpg://", 1)
+    return start_embedded_postgres(pg_data_dir, database=TEST_DATABASE)
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    await upgrade_database(engine)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Sessions inside one outer transaction that is rolled back after the test."""
+    async with engine.connect() as connection:
+        transaction = await connection.begin()
+        yield async_sessionmaker(
+            bind=connection, expire_on_commit=False, join_transaction_mode="create_savepoint"
+        )
+        if transaction.is_active:
+            await transaction.rollback()
+
+
+@pytest.fixture
+async def committed_sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Real commits visible to every connection; all tables are emptied afterwards."""
+    yield async_sessionmaker(engine, expire_on_commit=False)
+    async with engine.begin() as connection:
+        tables = (
+            await connection.execute(
+                text(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                    "AND tablename <> 'alembic_version'"
+                )
+            )
+        ).scalars()
+        names = ", ".join(f'"{name}"' for name in tables)
+        if names:
+            await connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+
+
+def _url_for_database(url: str, name: str) -> str:
+    base, _, query = url.partition("?")
+    return base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+async def scratch_database_url(engine: AsyncEngine, database_url: str) -> AsyncIterator[str]:
+    """An empty database of its own, for tests whose commits (subprocesses, migrations) must not leak."""
+
+    async def recreate(drop_only: bool = False) -> None:
+        async with engine.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await connection.execute(text("DROP DATABASE IF EXISTS personae_scratch WITH (FORCE)"))
+            if not drop_only:
+                await connection.execute(text("CREATE DATABASE personae_scratch"))
+
+    await recreate()
+    yield _url_for_database(database_url, "personae_scratch")
+    await recreate(drop_only=True)

@@ -1,0 +1,102 @@
+"""The CLI as users and scripts run it: a real subprocess against the test database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, database_url: str | None, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DISCORD_TOKEN"}}
+    if database_url:
+        environ["DATABASE_URL"] = database_url
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_help_imports_nothing_heavy() -> None:
+    """`personae --help` must stay instant: no litellm, discord, torch or SQLAlchemy on that path."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from bot.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "heavy = {'litellm', 'discord', 'torch', 'sqlalchemy', 'qdrant_client', 'sentence_transformers'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_personality_commands(scratch_database_url: str, tmp_path: Path) -> None:
+    # A plain postgresql:// URL, as users write it; the CLI migrates the empty database itself.
+    url = scratch_database_url.replace("+asyncpg", "")
+    created = run_cli(
+        "personality",
+        "create",
+        "Cli Bot",
+        "--memory-mode",
+        "hybrid",
+        "--owner",
+        "99",
+        database_url=url,
+        cwd=tmp_path,
+    )
+    assert created.returncode == 0, created.stderr
+    assert "Created personality 'cli-bot'" in created.stdout
+
+    again = run_cli(
+        "personality", "create", "cli-bot", "--memory-mode", "verbatim", database_url=url, cwd=tmp_path
+    )
+    assert again.returncode == 0
+    assert "already exists" in again.stdout
+
+    listed = run_cli("personality", "list", database_url=url, cwd=tmp_path)
+    assert listed.returncode == 0
+    assert any(line.split()[:1] == ["cli-bot"] and "hybrid" in line for line in listed.stdout.splitlines())
+
+    shown = run_cli("personality", "show", "cli-bot", database_url=url, cwd=tmp_path)
+    assert "owner:            99" in shown.stdout
+    assert "mode hybrid" in shown.stdout
+
+    missing = run_cli("personality", "show", "nobody", database_url=url, cwd=tmp_path)
+    assert missing.returncode == 1
+    assert missing.stderr.strip().startswith("personae: No personality named 'nobody'")
+
+    upgraded = run_cli("db", "upgrade", database_url=url, cwd=tmp_path)
+    assert upgraded.returncode == 0
+    assert "head" in upgraded.stdout
+
+
+def test_run_without_token_explains(tmp_path: Path) -> None:
+    result = run_cli("run", database_url=None, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "DISCORD_TOKEN" in result.stderr
+    assert "discord.com/developers" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_database_is_one_line(tmp_path: Path) -> None:
+    result = run_cli("personality", "list", database_url="postgresql://nobody@127.0.0.1:1/none", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Cannot reach DATABASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["personality", "create"], ["nonsense"]])
+def test_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    result = run_cli(*args, database_url=None, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "usage: personae" in result.stderr
