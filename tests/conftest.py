@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -18,8 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from memory.embedder import Embedder, LocalEmbedder
 from models.database import create_engine, start_embedded_postgres
 from models.migrate import upgrade_database
+from tests.llm_server import LLMTestServer
 
 TEST_DATABASE = "personae_test"
 
@@ -96,3 +99,47 @@ async def scratch_database_url(engine: AsyncEngine, database_url: str) -> AsyncI
     await recreate()
     yield _url_for_database(database_url, "personae_scratch")
     await recreate(drop_only=True)
+
+
+@pytest.fixture
+async def llm_server() -> AsyncIterator[LLMTestServer]:
+    """An OpenAI-compatible server on 127.0.0.1 that answers, stalls, fails or drops as scripted."""
+    async with LLMTestServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real local embedding model (all-MiniLM-L6-v2, offline), loaded once per session."""
+    return LocalEmbedder()
+
+
+@pytest.fixture
+async def runtime(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    engine: AsyncEngine,
+    embedder: Embedder,
+    llm_server: LLMTestServer,
+    tmp_path: Path,
+) -> AsyncIterator[Any]:
+    """The bot's Runtime built from the test pieces: rolled-back PostgreSQL, a fresh Qdrant Edge,
+    the real embedder, and the LLM test server as chat and summarizer model."""
+    from bot.runtime import build_memory_services
+    from memory.settings import load_settings
+
+    settings = load_settings(
+        database_url=None,
+        qdrant_url=None,
+        personae_data_dir=tmp_path / "data",
+        chat_model="openai/test-chat",
+        chat_api_base=llm_server.base_url,
+        chat_api_key="test",
+        summarizer_model="openai/test-summarizer",
+        summarizer_api_base=llm_server.base_url,
+        summarizer_api_key="test",
+        llm_timeout=5.0,
+        llm_max_retries=1,
+        admin_ids=["900"],
+    )
+    async with build_memory_services(settings, engine, sessionmaker, embedder=embedder) as runtime:
+        yield runtime

@@ -1,0 +1,388 @@
+"""A small OpenAI-compatible HTTP server for tests and benchmarks.
+
+litellm talks to it over real HTTP, so its whole request path (client, retries off, exception mapping,
+SSE parsing) runs in tests. Behaviour is programmable per test:
+
+    async with LLMTestServer() as server:
+        server.script(Fail(429), Reply("hello"))
+        cfg = ModelConfig(model="openai/test-model", api_base=server.base_url, api_key="test")
+
+`python -m tests.llm_server --port 8011 --latency 0.2` runs it standalone for benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import math
+import re
+import struct
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+# What GET /v1/models lists; POSTs accept any model name unless `known_models` is set.
+MODEL_IDS = ("test-model", "test-embedding")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Answer with this text instead of the responder's."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Sleep this long before answering normally (to trigger client timeouts)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Answer with an error status and an OpenAI-style error body."""
+
+    status: int = 500
+    body: str | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """Close the TCP connection without sending any response."""
+
+
+Behaviour = Reply | Stall | Fail | Drop
+Responder = Callable[[dict[str, Any]], str]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def estimate_tokens(text: str) -> int:
+    """Roughly what a BPE tokenizer gives for English: four characters per token."""
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def echo_first_sentence(request: dict[str, Any]) -> str:
+    """The last user message's first sentence, at most 24 words (and at most max_tokens words)."""
+    messages = request.get("messages") or []
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    text = _content_text(last_user.get("content")) if last_user else ""
+    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+    limit = min(24, int(request.get("max_tokens") or request.get("max_completion_tokens") or 24))
+    words = first.split()[: max(1, limit)]
+    return " ".join(words) or "OK."
+
+
+def hash_vector(text: str, dim: int) -> list[float]:
+    """A deterministic pseudo-embedding; deliberately not unit length so clients must normalize."""
+    values: list[float] = []
+    for counter in itertools.count():
+        digest = hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        values.extend((b - 127.5) / 127.5 for b in digest)
+        if len(values) >= dim:
+            break
+    return [v * 3.0 for v in values[:dim]]
+
+
+class LLMTestServer:
+    """An OpenAI-compatible server on 127.0.0.1 with scripted behaviours; use as an async context."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        embedding_dim: int = 64,
+        responder: Responder = echo_first_sentence,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.latency = latency
+        self.embedding_dim = embedding_dim
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        # None accepts every model name; a set makes other names answer 404 like a real server.
+        self.known_models: set[str] | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._script: deque[Behaviour] = deque()
+        self._runner: web.AppRunner | None = None
+        self._ids = itertools.count(1)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def script(self, *behaviours: Behaviour) -> None:
+        """Queue one-shot behaviours, consumed in order by the next POSTs before the responder."""
+        self._script.extend(behaviours)
+
+    @property
+    def pending_script(self) -> int:
+        return len(self._script)
+
+    def reset(self) -> None:
+        """Forget requests, script and peak concurrency (for a server shared between tests)."""
+        self._script.clear()
+        self.requests.clear()
+        self.max_in_flight = self.in_flight
+        self.latency = 0.0
+        self.responder = echo_first_sentence
+        self.known_models = None
+
+    async def start(self) -> None:
+        app = web.Application(middlewares=[_error_middleware])
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
+        # handler_cancellation: a client that timed out and hung up cancels its stalled handler, so
+        # in-flight counts stay true and shutdown never waits for a sleeping handler.
+        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+        self.port = self._runner.addresses[0][1]  # the free port the OS chose for port 0
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> LLMTestServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # ----------------------------------------------------------------- request handling
+
+    @contextlib.contextmanager
+    def _tracked(self) -> Iterator[None]:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
+    async def _read_json(self, request: web.Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            raise _error_response(400, "request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise _error_response(400, "request body must be a JSON object")
+        self.requests.append(body)
+        return body
+
+    async def _apply_script(self, request: web.Request) -> Reply | None:
+        """Play the next scripted behaviour; returns a Reply to use, raises for a failure."""
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        if not self._script:
+            return None
+        behaviour = self._script.popleft()
+        match behaviour:
+            case Reply():
+                return behaviour
+            case Stall(seconds):
+                await asyncio.sleep(seconds)
+                return None
+            case Fail(status, body, retry_after):
+                headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else None
+                raise _error_response(status, body or f"scripted failure {status}", headers)
+            case Drop():
+                transport = request.transport
+                if transport is not None:
+                    transport.abort()  # no FIN dance, no bytes: the client sees the connection die
+                raise asyncio.CancelledError
+        return None
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        with self._tracked():
+            body = await self._read_json(request)
+            if not body.get("messages"):
+                raise _error_response(400, "'messages' is required")
+            if self.known_models is not None and body.get("model") not in self.known_models:
+                raise _error_response(404, f"The model '{body.get('model')}' does not exist")
+            scripted = await self._apply_script(request)
+            text = scripted.text if scripted else self.responder(body)
+            prompt_tokens = sum(
+                estimate_tokens(_content_text(m.get("content"))) + 4 for m in body["messages"]
+            )
+            usage = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": estimate_tokens(text),
+                "total_tokens": prompt_tokens + estimate_tokens(text),
+            }
+            completion_id = f"chatcmpl-test{next(self._ids)}"
+            created = int(time.time())
+            if not body.get("stream"):
+                return web.json_response(
+                    {
+                        "id": completion_id,
+                        "object": "chat.completion",
+                        "created": created,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": usage,
+                    }
+                )
+            response = web.StreamResponse(
+                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            )
+            await response.prepare(request)
+
+            async def send(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+                chunk = {
+                    "id": completion_id,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    **extra,
+                }
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+            await send({"role": "assistant", "content": ""})
+            for piece in re.findall(r"\S+\s*", text):
+                await send({"content": piece})
+                await asyncio.sleep(0)
+        # Out of the in-flight count before the last chunks: the client may start its next request as
+        # soon as it has read them.
+        await send({}, finish="stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunk = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body["model"],
+                "choices": [],
+                "usage": usage,
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        with self._tracked():
+            body = await self._read_json(request)
+            inputs = body.get("input")
+            if isinstance(inputs, str):
+                inputs = [inputs]
+            if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+                raise _error_response(400, "'input' must be a string or a non-empty list of strings")
+            await self._apply_script(request)
+            dim = int(body.get("dimensions") or self.embedding_dim)
+            data = []
+            for index, text in enumerate(inputs):
+                vector = hash_vector(text, dim)
+                # The OpenAI SDK asks for base64 unless told otherwise, then decodes float32 itself.
+                embedding: Any = (
+                    base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
+                    if body.get("encoding_format") == "base64"
+                    else vector
+                )
+                data.append({"object": "embedding", "index": index, "embedding": embedding})
+            tokens = sum(estimate_tokens(text) for text in inputs)
+            return web.json_response(
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model", "test-embedding"),
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                }
+            )
+
+    async def _models(self, request: web.Request) -> web.Response:
+        models = [{"id": m, "object": "model", "created": 0, "owned_by": "personae-tests"} for m in MODEL_IDS]
+        return web.json_response({"object": "list", "data": models})
+
+
+class _ErrorReply(Exception):
+    """Raised by a handler, turned into an OpenAI-style error response by `_error_middleware`."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+def _error_response(status: int, message: str, headers: dict[str, str] | None = None) -> _ErrorReply:
+    return _ErrorReply(status, message, headers)
+
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+
+
+@web.middleware
+async def _error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except _ErrorReply as exc:
+        error = {"message": exc.message, "type": _ERROR_TYPES.get(exc.status, "server_error")}
+        return web.json_response(
+            {"error": {**error, "param": None, "code": None}}, status=exc.status, headers=exc.headers
+        )
+
+
+async def _serve(host: str, port: int, latency: float, embedding_dim: int) -> None:
+    async with LLMTestServer(host=host, port=port, latency=latency, embedding_dim=embedding_dim) as server:
+        print(f"OpenAI-compatible test server at {server.base_url} (latency {latency:g} s)", flush=True)
+        await asyncio.Event().wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="OpenAI-compatible test server for Personae")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    parser.add_argument("--embedding-dim", type=int, default=64)
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args.host, args.port, args.latency, args.embedding_dim))
+
+
+if __name__ == "__main__":
+    main()
