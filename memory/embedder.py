@@ -6,6 +6,7 @@ Heavy imports (sentence-transformers and torch, litellm) happen on first use, no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import math
@@ -103,6 +104,11 @@ class LocalEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise LLMConfigError(_MISSING_LOCAL) from None
+        with contextlib.suppress(Exception):
+            # transformers draws a "Loading weights" bar on stderr, which garbles CLI progress bars.
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()
         model = SentenceTransformer(str(path), device="cpu")
         # Renamed in sentence-transformers 6; the old name still works there but warns.
         get_dimension = (

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
 
     # Discord behaviour.
     admin_ids: list[str] = Field(default_factory=list)
+    # Who may create personalities with /personality create; unset = anyone.
+    personality_creator_ids: list[str] | None = None
     cooldown_messages: int = Field(default=5, ge=1)
     cooldown_seconds: float = Field(default=10.0, gt=0)
     remembered_reaction: str = "📝"

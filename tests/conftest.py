@@ -7,7 +7,10 @@ races) use `committed_sessionmaker`, which empties the tables afterwards.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +31,14 @@ TEST_DATABASE = "personae_test"
 
 
 @pytest.fixture(scope="session")
-def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Short path: PostgreSQL's unix socket path must stay under 107 bytes.
-    return tmp_path_factory.mktemp("pg")
+def pg_data_dir() -> Path:
+    """A short, world-traversable folder: PostgreSQL runs as another user when tests run as root,
+    and its unix socket path must stay under 107 bytes (pytest's tmp dirs are 0700 and long)."""
+    path = tempfile.mkdtemp(prefix="personae-pg-")
+    os.chmod(path, 0o755)
+    # Registered before pgserver registers its own stop, so it runs after the server stopped (LIFO).
+    atexit.register(shutil.rmtree, path, True)
+    return Path(path)
 
 
 @pytest.fixture(scope="session")

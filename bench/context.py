@@ -1,0 +1,153 @@
+"""The bot's own overhead per chat message, everything but the LLM call, with 100k memories stored.
+
+Per message: routing (personality names, bindings), storing the user's message, loading the
+personality, recalling memories (query embedding + hybrid search + PostgreSQL read), reading the
+rolling summary and recent history, counting tokens with the model's tokenizer to fit the budget, and
+storing the reply. Memory formation and rolling summaries run after the reply, off this path, and are
+not timed. Conversations are pre-filled with history so the budget has work to do.
+
+    .venv/bin/python -m bench.context [--memories 100000] [--messages 300] [--users 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from datetime import UTC, datetime, timedelta
+
+from bench._common import bench_database, describe_ms
+from bench.recall import QUERIES, load
+from memory.bindings import BindingService
+from memory.chat import ChatReply, ChatRequest, ChatService
+from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
+from memory.embedder import LocalEmbedder
+from memory.llm import LLMClient
+from memory.personalities import PersonalityService
+from memory.rolling import RollingSummarizer
+from memory.service import MemoryService
+from memory.summarizer import ExchangeSummarizer
+from memory.types import MessageRole, ModelConfig
+from memory.vector_index import EdgeVectorIndex
+
+CHANNELS = 20
+HISTORY = 60
+MODEL = "openai/gpt-4o-mini"
+REPLY = "That sounds wonderful. Tell me more about it, I remember you mentioned something similar before."
+
+
+async def prefill(chat: ChatService, sessionmaker, personality_id: int, users: int) -> None:  # type: ignore[no-untyped-def]
+    t0 = datetime(2024, 6, 1, tzinfo=UTC)
+    rng = random.Random(7)
+    cfg = ModelConfig(model=MODEL)
+    for channel in range(CHANNELS):
+        venue = Venue(guild_id="g1", channel_id=f"c{channel}", user_id="user0")
+        messages = []
+        for i in range(HISTORY):
+            user = f"user{rng.randrange(users)}"
+            role = MessageRole.USER if i % 2 == 0 else MessageRole.ASSISTANT
+            text = rng.choice(QUERIES) + " " + " ".join(rng.choice(QUERIES) for _ in range(6))
+            messages.append(
+                NewMessage(
+                    external_id=f"h{channel}-{i}",
+                    author_id=user if role is MessageRole.USER else "personality:bench",
+                    author_name=user,
+                    role=role,
+                    content=text,
+                    created_at=t0 + timedelta(minutes=i),
+                    token_count=chat.count_tokens(cfg, [{"role": "user", "content": text}]),
+                )
+            )
+        async with sessionmaker.begin() as session:
+            conversation = await ensure_conversation(session, personality_id, venue)
+            await store_messages(session, conversation, messages)
+
+
+async def run(memories: int, messages: int, users: int) -> None:
+    embedder = LocalEmbedder()
+    await embedder.embed(["warm up"])
+    llm = LLMClient()
+    llm.count_tokens(MODEL, text="warm up the tokenizer")
+    async with bench_database("context") as db:
+        index = EdgeVectorIndex(db.workdir / "qdrant")
+        await index.ensure_collection(embedder.dimension)
+        service = MemoryService(
+            db.sessionmaker, index=index, embedder=embedder, summarizer=ExchangeSummarizer(llm)
+        )
+        personality, _ = await PersonalityService(db.sessionmaker).create(
+            "bench", prompt="You are Bench, a patient listener. " * 20, memory_mode="summarized"
+        )
+        t = time.perf_counter()
+        await load(service, index, db.sessionmaker, personality.id, 0, memories, users, embedder.dimension)
+        print(f"loaded {memories:,} memories ({users} users) in {time.perf_counter() - t:.1f} s")
+        chat = ChatService(
+            db.sessionmaker,
+            llm=llm,
+            memory=service,
+            rolling=RollingSummarizer(db.sessionmaker, llm),
+            default_chat=ModelConfig(model=MODEL, context_window=8192),
+        )
+        await prefill(chat, db.sessionmaker, personality.id, users)
+        bindings = BindingService(db.sessionmaker)
+        for channel in range(0, CHANNELS, 2):  # half the channels bound, half addressed by name
+            await bindings.bind(
+                personality_id=personality.id, channel_id=f"c{channel}", guild_id="g1", user_id="a"
+            )
+        rng = random.Random(11)
+        totals, routes, prepares, records, tokens = [], [], [], [], []
+        for i in range(messages + 20):
+            number = rng.randrange(CHANNELS)
+            channel = f"c{number}"
+            user = f"user{rng.randrange(users)}"
+            # Bound channels need no name (routing reads the bindings); the others name the personality.
+            text = f"{rng.choice(QUERIES)}?" if number % 2 == 0 else f"Bench, {rng.choice(QUERIES)}?"
+            started = time.perf_counter()
+            route = await chat.route(text, channel_ids=[channel])
+            assert route is not None
+            routed = time.perf_counter()
+            prepared = await chat.prepare(
+                ChatRequest(
+                    personality_id=route.personality.id,
+                    user_id=user,
+                    user_name=user,
+                    guild_id="g1",
+                    channel_id=channel,
+                    message_id=f"bench-{i}",
+                    text=text,
+                )
+            )
+            ready = time.perf_counter()
+            # (the LLM call would be here)
+            await chat.record_reply(ChatReply(REPLY, ok=True, prepared=prepared), [(f"reply-{i}", REPLY)])
+            done = time.perf_counter()
+            if i < 20:
+                continue  # warm-up: connection pool, caches
+            assert prepared.context is not None
+            routes.append(routed - started)
+            prepares.append(ready - routed)
+            records.append(done - ready)
+            totals.append(done - started)
+            tokens.append(prepared.context.tokens)
+        print(f"per message, {messages} messages, {CHANNELS} channels with {HISTORY}+ messages of history:")
+        print(f"  total overhead : {describe_ms(totals)}")
+        print(f"    routing      : {describe_ms(routes)}")
+        print(f"    store + recall + prompt: {describe_ms(prepares)}")
+        print(f"    store reply  : {describe_ms(records)}")
+        print(f"  prompt tokens  : mean {sum(tokens) / len(tokens):.0f} (budget {int(8192 * 0.75)})")
+        await index.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--messages", type=int, default=300)
+    parser.add_argument("--users", type=int, default=1000)
+    args = parser.parse_args()
+    asyncio.run(run(args.memories, args.messages, args.users))
+
+
+if __name__ == "__main__":
+    main()

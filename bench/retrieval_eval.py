@@ -1,0 +1,101 @@
+"""Retrieval quality: recall@5 and recall@10 of dense, keyword (sparse) and fused search, per mode.
+
+A few hundred messages of written conversations (bench/data/eval_conversations.jsonl) are imported
+for one personality in each memory mode; each question in bench/data/eval_questions.jsonl names the
+messages that hold its answer, and a hit is a recalled memory formed from one of them. Summaries come
+from SUMMARIZER_MODEL when set (any litellm model), else from the extractive summarizer.
+
+    .venv/bin/python -m bench.retrieval_eval
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from sqlalchemy import select
+
+from bench._common import bench_database
+from memory.embedder import LocalEmbedder
+from memory.importer import TranscriptImporter, read_transcript
+from memory.llm import LLMClient
+from memory.personalities import PersonalityService
+from memory.service import MemoryService
+from memory.sparse import encode_sparse_query
+from memory.summarizer import ExchangeSummarizer
+from memory.types import MemoryMode, ModelConfig, RecallFilter
+from memory.vector_index import EdgeVectorIndex
+from models import Memory
+
+DATA = Path(__file__).resolve().parent / "data"
+METHODS = ("dense", "keyword", "fused")
+
+
+async def run() -> None:
+    lines, _ = read_transcript(DATA / "eval_conversations.jsonl")
+    questions = [json.loads(q) for q in (DATA / "eval_questions.jsonl").read_text().splitlines() if q.strip()]
+    embedder = LocalEmbedder()
+    model = os.environ.get("SUMMARIZER_MODEL")
+    cfg = (
+        ModelConfig(model=model, api_base=os.environ.get("SUMMARIZER_API_BASE"), timeout=60.0)
+        if model
+        else None
+    )
+    print(f"{len(lines)} messages, {len(questions)} questions; summarizer: {model or 'extractive (no LLM)'}")
+    print(
+        f"{'mode':<11} {'method':<8} {'recall@5':>9} {'recall@10':>10} {'memories':>9} "
+        f"{'stored/verbatim':>16}"
+    )
+    async with bench_database("eval") as db:
+        for mode in MemoryMode:
+            index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
+            service = MemoryService(
+                db.sessionmaker,
+                index=index,
+                embedder=embedder,
+                summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),
+                default_summarizer=cfg,
+            )
+            personality, _ = await PersonalityService(db.sessionmaker).create(
+                f"mira-{mode.value}", memory_mode=mode
+            )
+            await TranscriptImporter(db.sessionmaker, service).import_lines(
+                lines,
+                personality_id=personality.id,
+                personality_user_id="mira",
+                default_user_id=None,
+                mode=mode,
+            )
+            async with db.sessionmaker() as session:
+                sources = {
+                    m.id: set(m.source_message_ids)
+                    for m in (
+                        await session.scalars(select(Memory).where(Memory.personality_id == personality.id))
+                    )
+                }
+            stats = await service.stats(personality_id=personality.id)
+            hits = {(method, k): 0 for method in METHODS for k in (5, 10)}
+            for question in questions:
+                flt = RecallFilter(personality_id=personality.id, user_id=question["user_id"])
+                dense = (await embedder.embed([question["query"]]))[0]
+                sparse = encode_sparse_query(question["query"])
+                answers = set(question["answer_ids"])
+                for method, (d, s) in zip(
+                    METHODS, ((dense, None), (None, sparse), (dense, sparse)), strict=True
+                ):
+                    found = await index.search(dense=d, sparse=s, flt=flt, limit=10)
+                    for k in (5, 10):
+                        hits[method, k] += any(sources.get(hit.id, set()) & answers for hit in found[:k])
+            ratio = stats.stored_bytes / stats.source_bytes if stats.source_bytes else 0
+            for method in METHODS:
+                print(
+                    f"{mode.value:<11} {method:<8} {hits[method, 5] / len(questions):>9.2f} "
+                    f"{hits[method, 10] / len(questions):>10.2f} {stats.memories:>9} {ratio:>16.2f}"
+                )
+            await index.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(run())

@@ -1,0 +1,391 @@
+"""One behavioural suite, run on every VectorIndex implementation: embedded Edge and the server adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from qdrant_client import AsyncQdrantClient
+
+import memory.vector_index as vector_index
+from memory.sparse import encode_sparse, encode_sparse_query
+from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
+from memory.vector_index import (
+    RRF_K,
+    EdgeVectorIndex,
+    IndexBusyError,
+    QdrantServerIndex,
+    VectorIndex,
+    open_vector_index,
+)
+
+# qdrant-client's local mode warns that payload indexes are a no-op there; the server honours them.
+pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+
+DIM = 8
+
+
+def axis(i: int, wobble: float = 0.0) -> list[float]:
+    """A unit direction along axis i, optionally tilted towards the next axis."""
+    vector = [0.0] * DIM
+    vector[i % DIM] = 1.0
+    vector[(i + 1) % DIM] = wobble
+    return vector
+
+
+def random_vector(rng: random.Random) -> list[float]:
+    return [rng.uniform(-1, 1) for _ in range(DIM)]
+
+
+def point(
+    dense: list[float],
+    text: str = "",
+    *,
+    id: uuid.UUID | None = None,
+    personality_id: int = 1,
+    user_id: str = "alice",
+    guild_id: str | None = "g1",
+    channel_id: str | None = "c1",
+    occurred_at: float = 1_710_000_000.0,
+) -> IndexPoint:
+    is_dm = guild_id is None
+    return IndexPoint(
+        id=id or uuid.uuid4(),
+        dense=dense,
+        sparse=encode_sparse(text),
+        payload=MemoryPayload(
+            personality_id=personality_id,
+            user_id=user_id,
+            guild_id=guild_id,
+            channel_id=None if is_dm else channel_id,
+            is_dm=is_dm,
+            occurred_at=occurred_at,
+        ),
+    )
+
+
+ALICE = RecallFilter(personality_id=1, user_id="alice")
+
+
+@pytest.fixture(params=["edge", "server"])
+async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
+    idx: VectorIndex
+    if request.param == "edge":
+        idx = EdgeVectorIndex(tmp_path / "qdrant")
+    else:
+        idx = QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "memories")
+    await idx.ensure_collection(DIM)
+    yield idx
+    await idx.close()
+
+
+async def dense_ids(
+    index: VectorIndex, flt: RecallFilter, vector: list[float], limit: int = 10
+) -> set[uuid.UUID]:
+    return {hit.id for hit in await index.search(dense=vector, sparse=None, flt=flt, limit=limit)}
+
+
+async def test_implementations_satisfy_the_protocol(index: VectorIndex) -> None:
+    assert isinstance(index, VectorIndex)
+
+
+async def test_upsert_then_search_roundtrip(index: VectorIndex) -> None:
+    points = [point(axis(i)) for i in range(3)]
+    await index.upsert(points)
+
+    hits = await index.search(dense=axis(1), sparse=None, flt=ALICE, limit=3)
+
+    assert hits[0].id == points[1].id
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # cosine of identical directions
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert {h.id for h in hits} == {p.id for p in points}
+
+
+async def test_limit_bounds_the_hits(index: VectorIndex) -> None:
+    rng = random.Random(1)
+    await index.upsert([point(random_vector(rng)) for _ in range(12)])
+    assert len(await index.search(dense=random_vector(rng), sparse=None, flt=ALICE, limit=5)) == 5
+
+
+async def test_ensure_collection_is_idempotent_and_checks_dimension(index: VectorIndex) -> None:
+    await index.upsert([point(axis(0))])
+    await index.ensure_collection(DIM)
+    assert await index.count() == 1
+    with pytest.raises(ValueError, match="dimension"):
+        await index.ensure_collection(DIM * 2)
+
+
+@pytest.mark.parametrize("kind", ["edge", "server"])
+async def test_concurrent_first_ensure_collection_creates_once(kind: str, tmp_path: Path) -> None:
+    # Two services sharing one index both set it up on their first call.
+    fresh: VectorIndex = (
+        EdgeVectorIndex(tmp_path / "qdrant")
+        if kind == "edge"
+        else QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "memories")
+    )
+    try:
+        await asyncio.gather(*(fresh.ensure_collection(DIM) for _ in range(3)))
+        await fresh.upsert([point(axis(0))])
+        assert await fresh.count() == 1
+    finally:
+        await fresh.close()
+
+
+async def test_upsert_is_idempotent_by_id(index: VectorIndex) -> None:
+    first = point(axis(0))
+    await index.upsert([first])
+    await index.upsert([first])
+    moved = point(axis(4), id=first.id)
+    await index.upsert([moved])
+
+    assert await index.count() == 1
+    hits = await index.search(dense=axis(4), sparse=None, flt=ALICE, limit=1)
+    assert hits[0].id == first.id
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # the replaced vector, not the first one
+
+
+async def test_deleted_points_are_never_returned(index: VectorIndex) -> None:
+    keep, gone = point(axis(0), "Zephyrine's garden"), point(axis(0), "Zephyrine's garden")
+    await index.upsert([keep, gone])
+
+    await index.delete([gone.id])
+    await index.delete([gone.id, uuid.uuid4()])  # again, and an unknown id: both harmless
+
+    assert await index.count() == 1
+    assert await index.ids() == {keep.id}
+    assert await dense_ids(index, ALICE, axis(0)) == {keep.id}
+    sparse_hits = await index.search(dense=None, sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=10)
+    assert [h.id for h in sparse_hits] == [keep.id]
+    hybrid = await index.search(dense=axis(0), sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=10)
+    assert [h.id for h in hybrid] == [keep.id]
+
+
+async def test_users_never_see_each_others_memories(index: VectorIndex) -> None:
+    mine = point(axis(2), "my secret is Zephyrine", user_id="alice")
+    theirs = point(axis(2), "my secret is Zephyrine", user_id="bob")
+    await index.upsert([mine, theirs])
+    bob = RecallFilter(personality_id=1, user_id="bob")
+
+    assert await dense_ids(index, bob, axis(2)) == {theirs.id}
+    hybrid = await index.search(dense=axis(2), sparse=encode_sparse_query("Zephyrine"), flt=bob, limit=10)
+    assert [h.id for h in hybrid] == [theirs.id]
+    stranger = RecallFilter(personality_id=1, user_id="carol")
+    assert (
+        await index.search(dense=axis(2), sparse=encode_sparse_query("secret"), flt=stranger, limit=10) == []
+    )
+
+
+async def test_personalities_never_see_each_others_memories(index: VectorIndex) -> None:
+    first = point(axis(3), "Lisbon", personality_id=1)
+    second = point(axis(3), "Lisbon", personality_id=2)
+    await index.upsert([first, second])
+
+    assert await dense_ids(index, RecallFilter(personality_id=2, user_id="alice"), axis(3)) == {second.id}
+    assert await dense_ids(index, ALICE, axis(3)) == {first.id}
+
+
+async def test_venue_rules(index: VectorIndex) -> None:
+    in_a = point(axis(0), guild_id="guild-a")
+    in_b = point(axis(0), guild_id="guild-b")
+    in_dm = point(axis(0), guild_id=None)
+    await index.upsert([in_a, in_b, in_dm])
+
+    def venue(guild_id: str | None, allow_dm: bool = False) -> RecallFilter:
+        return RecallFilter(personality_id=1, user_id="alice", guild_id=guild_id, allow_dm=allow_dm)
+
+    assert await dense_ids(index, venue("guild-a"), axis(0)) == {in_a.id}
+    assert await dense_ids(index, venue("guild-b"), axis(0)) == {in_b.id}
+    assert await dense_ids(index, venue("guild-a", allow_dm=True), axis(0)) == {in_a.id, in_dm.id}
+    assert await dense_ids(index, venue("guild-c", allow_dm=True), axis(0)) == {in_dm.id}
+    # A DM query sees every venue of the user's memories, allow_dm or not.
+    assert await dense_ids(index, venue(None), axis(0)) == {in_a.id, in_b.id, in_dm.id}
+
+
+async def test_sparse_finds_a_rare_keyword_the_dense_side_misses(index: VectorIndex) -> None:
+    # Ten memories close to the query's dense direction, one far away that names Zephyrine and a date.
+    near = [point(axis(0, wobble=0.05 * i), f"we talked about the weather again {i}") for i in range(10)]
+    named = point(axis(5), "went hiking with Zephyrine on 2024-03-15, talked about the weather")
+    await index.upsert([*near, named])
+    query_dense = axis(0)
+
+    dense_only = await index.search(dense=query_dense, sparse=None, flt=ALICE, limit=3)
+    assert named.id not in {h.id for h in dense_only}
+
+    for words in ("Zephyrine", "2024-03-15", "what did we do on 2024-03-15?"):
+        hybrid = await index.search(dense=query_dense, sparse=encode_sparse_query(words), flt=ALICE, limit=3)
+        assert named.id in {h.id for h in hybrid}, words
+        sparse_only = await index.search(dense=None, sparse=encode_sparse_query(words), flt=ALICE, limit=3)
+        assert sparse_only[0].id == named.id, words
+
+
+async def test_fusion_ranks_a_document_matching_both_sides_first(index: VectorIndex) -> None:
+    dense_best = point(axis(0), "a quiet afternoon")  # nearest, no keyword
+    keyword_only = point(axis(6), "Zephyrine bakes bread every single morning")  # keyword, far away
+    both = point(axis(0, wobble=0.2), "Zephyrine, afternoon")  # second nearest; shorter, so first on BM25
+    fillers = [point(axis(3, wobble=0.1 * i), f"filler note {i}") for i in range(6)]
+    await index.upsert([dense_best, keyword_only, both, *fillers])
+
+    hits = await index.search(dense=axis(0), sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=5)
+
+    assert hits[0].id == both.id
+    assert {dense_best.id, keyword_only.id} <= {h.id for h in hits[1:]}
+    # RRF with ranks from 0: second of the dense list, first of the sparse list.
+    assert hits[0].score == pytest.approx(1 / (RRF_K + 1) + 1 / RRF_K, rel=1e-4)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_empty_sparse_vectors_are_accepted(index: VectorIndex) -> None:
+    silent = IndexPoint(
+        id=uuid.uuid4(), dense=axis(1), sparse=SparseVector([], []), payload=point(axis(1)).payload
+    )
+    await index.upsert([silent])
+
+    assert await index.search(dense=None, sparse=encode_sparse_query("the and"), flt=ALICE, limit=5) == []
+    hybrid = await index.search(dense=axis(1), sparse=encode_sparse_query("the"), flt=ALICE, limit=5)
+    assert [h.id for h in hybrid] == [silent.id]
+    assert await index.search(dense=None, sparse=None, flt=ALICE, limit=5) == []
+
+
+async def test_ids_and_count(index: VectorIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vector_index, "_SCROLL_PAGE", 3)  # several pages with a handful of points
+    rng = random.Random(7)
+    first = [point(random_vector(rng), personality_id=1) for _ in range(7)]
+    second = [point(random_vector(rng), personality_id=2, user_id="bob", guild_id=None) for _ in range(4)]
+    assert await index.ids() == set()
+    assert await index.count() == 0
+
+    await index.upsert(first + second)
+
+    assert await index.count() == 11
+    assert await index.ids() == {p.id for p in first + second}
+    assert await index.ids(1) == {p.id for p in first}
+    assert await index.ids(2) == {p.id for p in second}
+    assert await index.ids(3) == set()
+
+
+# ------------------------------------------------------------------------------ Edge specifics
+
+
+async def test_edge_reopens_from_disk(tmp_path: Path) -> None:
+    path = tmp_path / "qdrant"
+    index = EdgeVectorIndex(path)
+    await index.ensure_collection(DIM)
+    towns = ["Lisbon", "Oporto", "Faro", "Braga"]
+    points = [point(axis(i), f"a trip to {town}") for i, town in enumerate(towns)]
+    await index.upsert(points)
+    await index.delete([points[3].id])
+    await index.close()
+
+    reopened = EdgeVectorIndex(path)
+    try:
+        assert await reopened.count() == 3  # readable before ensure_collection: the shard exists
+        await reopened.ensure_collection(DIM)
+        assert await reopened.ids() == {p.id for p in points[:3]}
+        hits = await reopened.search(dense=axis(2), sparse=encode_sparse_query("Faro"), flt=ALICE, limit=3)
+        assert hits[0].id == points[2].id
+        assert (
+            await reopened.search(dense=None, sparse=encode_sparse_query("Braga"), flt=ALICE, limit=3) == []
+        )
+    finally:
+        await reopened.close()
+
+
+BUSY_PROBE = """
+import sys
+from pathlib import Path
+from memory.vector_index import EdgeVectorIndex, IndexBusyError
+try:
+    index = EdgeVectorIndex(Path(sys.argv[1]))
+except IndexBusyError as exc:
+    print(exc)
+    sys.exit(3)
+print("opened")
+"""
+
+
+def open_from_another_process(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", BUSY_PROBE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+async def test_edge_refuses_a_second_process(tmp_path: Path) -> None:
+    path = tmp_path / "qdrant"
+    index = EdgeVectorIndex(path)
+    await index.ensure_collection(DIM)
+    try:
+        busy = open_from_another_process(path)
+        assert busy.returncode == 3, busy.stderr
+        assert str(path) in busy.stdout
+        assert "another process" in busy.stdout
+        assert "QDRANT_URL" in busy.stdout
+        with pytest.raises(IndexBusyError):
+            EdgeVectorIndex(path)  # a second opener in the same process is refused too
+    finally:
+        await index.close()
+
+    freed = open_from_another_process(path)
+    assert freed.returncode == 0, freed.stdout + freed.stderr
+    assert "opened" in freed.stdout
+
+
+async def test_edge_requires_ensure_collection_on_a_new_path(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path / "fresh")
+    try:
+        with pytest.raises(RuntimeError, match="ensure_collection"):
+            await index.upsert([point(axis(0))])
+    finally:
+        await index.close()
+
+
+async def test_edge_optimizes_into_hnsw_and_keeps_answering(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path / "qdrant", optimize_after=10)
+    await index.ensure_collection(DIM)
+    rng = random.Random(3)
+    try:
+        points = [point(random_vector(rng)) for _ in range(25)]
+        for start in range(0, 25, 5):
+            await index.upsert(points[start : start + 5])  # crosses optimize_after: runs in the background
+        await index.optimize()
+        assert await index.count() == 25
+        hits = await index.search(dense=points[7].dense, sparse=None, flt=ALICE, limit=1)
+        assert hits[0].id == points[7].id
+    finally:
+        await index.close()
+
+
+async def test_open_vector_index_chooses_by_qdrant_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded = open_vector_index(qdrant_url=None, qdrant_api_key=None, data_dir=tmp_path)
+    try:
+        assert isinstance(embedded, EdgeVectorIndex)
+        assert (tmp_path / "qdrant").is_dir()
+    finally:
+        await embedded.close()
+
+    made: list[dict[str, object]] = []
+
+    def client(**kwargs: object) -> AsyncQdrantClient:
+        made.append(kwargs)
+        return AsyncQdrantClient(location=":memory:")
+
+    monkeypatch.setattr(vector_index, "AsyncQdrantClient", client)
+    server = open_vector_index(qdrant_url="http://qdrant:6333", qdrant_api_key="k3y", data_dir=tmp_path)
+    try:
+        assert isinstance(server, QdrantServerIndex)
+        assert made == [{"url": "http://qdrant:6333", "api_key": "k3y"}]
+        await server.ensure_collection(DIM)
+        assert await server.count() == 0
+    finally:
+        await server.close()

@@ -1,0 +1,109 @@
+"""The memory CLI contract (import, recall --json, stats, reindex --check) on the sample chats,
+run in-process through `main()` against a scratch database and a fresh embedded index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import EXAMPLES_DIR, main
+
+SAGE = EXAMPLES_DIR / "sage.jsonl"
+
+
+def user_message_ids(path: Path, user_id: str) -> set[str]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {line["id"] for line in lines if line.get("user_id") == user_id}
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, scratch_database_url: str, tmp_path: Path) -> Path:
+    monkeypatch.setenv("DATABASE_URL", scratch_database_url)
+    monkeypatch.setenv("PERSONAE_DATA_DIR", str(tmp_path / "data"))
+    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL"):
+        monkeypatch.delenv(variable, raising=False)
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_import_recall_stats_reindex(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "personality", "create", "Sage", "--memory-mode", "summarized")[0] == 0
+
+    code, out, err = run(capsys, "import", str(SAGE), "--personality", "sage")
+    assert code == 0, err
+    assert "messages read:   25 (25 new)" in out
+    assert "memories stored: 12" in out
+
+    code, out, _ = run(capsys, "import", str(SAGE), "--personality", "sage")
+    assert code == 0
+    assert "(0 new)" in out and "memories stored: 0" in out  # a second import adds nothing
+
+    code, out, _ = run(
+        capsys,
+        "recall",
+        "what is my bonsai called",
+        "--personality",
+        "sage",
+        "--user",
+        "1002",
+        "--json",
+        "--limit",
+        "3",
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result["query"] == "what is my bonsai called"
+    first = result["memories"][0]
+    assert set(first) == {"id", "score", "content", "content_verbatim", "source_message_ids", "occurred_at"}
+    assert "Gerald" in (first["content"] + (first["content_verbatim"] or ""))
+    bob = user_message_ids(SAGE, "1002")
+    for memory in result["memories"]:  # only Bob's own exchanges
+        assert bob & set(memory["source_message_ids"])
+
+    queries = cli_env / "queries.txt"
+    queries.write_text("bonsai Gerald\n\nPlot #17\n")
+    code, out, _ = run(
+        capsys, "recall", "--queries-file", str(queries), "--personality", "sage", "--user", "1001", "--json"
+    )
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert [a["query"] for a in answers] == ["bonsai Gerald", "Plot #17"]
+    alice = user_message_ids(SAGE, "1001")
+    for answer in answers:
+        for memory in answer["memories"]:
+            assert alice & set(memory["source_message_ids"])  # never Bob's bonsai
+    assert any("Plot #17" in m["content"] for m in answers[1]["memories"])
+
+    code, out, _ = run(capsys, "memory", "stats", "--personality", "sage")
+    assert code == 0
+    assert "summarized" in out and "total" in out and "pending: 0 messages" in out
+
+    code, out, _ = run(capsys, "reindex", "--check")
+    assert code == 0 and "no drift" in out
+
+
+def test_malformed_file_writes_nothing(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "personality", "create", "Sage")
+    bad = cli_env / "bad.jsonl"
+    bad.write_text(
+        '{"id": "1", "role": "user", "content": "hi", "user_id": "7"}\n'
+        '{"id": "2", "role": "assistant", "content": "hello"}\n'
+        '{"id": "3", "role": "narrator", "content": "???"}\n'
+    )
+    code, out, err = run(capsys, "import", str(bad), "--personality", "sage")
+    assert code == 1
+    assert err.strip() == 'personae: line 3: \'role\' must be "user" or "assistant"'
+    code, out, _ = run(capsys, "memory", "stats")
+    assert "pending: 0 messages" in out and "total" in out
+    assert " 0 " in out.splitlines()[-2]  # no memories either
+
+    missing_user = cli_env / "nouser.jsonl"
+    missing_user.write_text('{"id": "1", "role": "user", "content": "hi"}\n')
+    code, _, err = run(capsys, "import", str(missing_user), "--personality", "sage")
+    assert code == 1 and "pass --user ID" in err
