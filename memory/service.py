@@ -250,7 +250,9 @@ class MemoryService:
         await self.index_pending()
         return report
 
-    async def pending_message_count(self, personality_id: int | None = None, user_id: str | None = None) -> int:
+    async def pending_message_count(
+        self, personality_id: int | None = None, user_id: str | None = None
+    ) -> int:
         """Messages not yet turned into memories (a user's own, when user_id is given)."""
         async with self._sessionmaker() as session:
             query = select(func.count(Message.id)).where(Message.memory_processed_at.is_(None))
