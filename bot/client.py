@@ -13,7 +13,7 @@ from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS: tuple[str, ...] = ()
+EXTENSIONS: tuple[str, ...] = ("bot.cogs.memory", "bot.cogs.personality", "bot.cogs.chat")
 
 
 class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
@@ -38,6 +38,15 @@ class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
             await interaction.followup.send(message, ephemeral=True)
         else:
             await interaction.response.send_message(message, ephemeral=True)
+
+
+async def sync_command_tree(bot: commands.Bot, guild_id: int | None = None) -> list[str]:
+    """Publish the slash commands, globally or (copied) to one guild; returns the top-level names."""
+    guild = discord.Object(id=guild_id) if guild_id else None
+    if guild is not None:
+        bot.tree.copy_global_to(guild=guild)
+    synced = await bot.tree.sync(guild=guild)
+    return [command.name for command in synced]
 
 
 class PersonaeBot(commands.Bot):

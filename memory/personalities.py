@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import selectinload
 
-from memory.errors import InvalidInputError, NotFoundError
-from memory.types import MemoryMode
-from models import Personality
+from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from memory.types import MemoryMode, PromptType
+from models import LLMConfig, Personality, SystemPrompt
 
 MAX_NAME_LENGTH = 64
 MAX_DISPLAY_NAME_LENGTH = 80
 MAX_PROMPT_LENGTH = 8000
+# A Discord modal text input holds at most 4000 characters; the summarizer prompt is edited in one.
+MAX_SUMMARIZER_PROMPT_LENGTH = 4000
+MAX_AVATAR_URL_LENGTH = 500
+MAX_PERSONALITIES_PER_OWNER = 25
+AUTOCOMPLETE_LIMIT = 25
+ModelValidator = Callable[[str], None]
 DEFAULT_PROMPT = "You are {display_name}. Stay in character, be concise and kind."
 
 
@@ -35,11 +43,123 @@ def parse_memory_mode(value: str) -> MemoryMode:
         raise InvalidInputError(f"Unknown memory mode {value!r}; use one of: {allowed}.") from None
 
 
-class PersonalityService:
-    """Plain-id operations on personalities, each in its own unit of work."""
+def validate_litellm_model(model: str) -> None:
+    """Raise LLMConfigError unless litellm knows the model's provider (imports litellm on first use)."""
+    from memory.llm import LLMClient
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    LLMClient().validate_model(model)
+
+
+def validate_avatar_url(url: str | None) -> str | None:
+    if url is None or not url.strip():
+        return None
+    url = url.strip()
+    if not re.match(r"^https://[^\s/]+\.[^\s]+$", url) or len(url) > MAX_AVATAR_URL_LENGTH:
+        raise InvalidInputError(
+            f"The avatar must be an https:// image URL of at most {MAX_AVATAR_URL_LENGTH} characters."
+        )
+    return url
+
+
+def check_prompt(prompt: str, limit: int = MAX_PROMPT_LENGTH) -> str:
+    if len(prompt) > limit:
+        raise InvalidInputError(f"The prompt is {len(prompt)} characters; the limit is {limit}.")
+    return prompt
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """What a personality's model setting resolves to: an admin-made config, a plain string, or neither."""
+
+    llm_config_id: int | None
+    model: str | None
+
+    @property
+    def is_default(self) -> bool:
+        return self.llm_config_id is None and self.model is None
+
+
+DEFAULT_MODEL_WORDS = ("", "default", "none")
+
+
+class PersonalityService:
+    """Plain-id operations on personalities, each in its own unit of work.
+
+    Only a personality's owner or a bot admin changes it; that rule lives here so the slash
+    commands, the CLI and the tests share it. An actor of None is the operator (the CLI).
+    """
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        *,
+        admin_ids: Sequence[str] = (),
+        model_allow_list: Sequence[str] = (),
+        creator_ids: Sequence[str] | None = None,
+        validate_model: ModelValidator = validate_litellm_model,
+        max_per_owner: int = MAX_PERSONALITIES_PER_OWNER,
+    ) -> None:
         self._sessionmaker = sessionmaker
+        self.admin_ids = frozenset(admin_ids)
+        self.model_allow_list = tuple(model_allow_list)
+        # None: anyone may create personalities; a list restricts creation to those users (and admins).
+        self.creator_ids = frozenset(creator_ids) if creator_ids is not None else None
+        self._validate_model = validate_model
+        self.max_per_owner = max_per_owner
+
+    # ------------------------------------------------------------------ permissions
+
+    def is_admin(self, user_id: str | None) -> bool:
+        return user_id is None or user_id in self.admin_ids
+
+    def can_manage(self, personality: Personality, user_id: str | None) -> bool:
+        return self.is_admin(user_id) or (
+            personality.owner_id is not None and personality.owner_id == user_id
+        )
+
+    def require_manager(self, personality: Personality, user_id: str | None) -> None:
+        """Raise PermissionDeniedError unless the user owns the personality or is a bot admin."""
+        if not self.can_manage(personality, user_id):
+            raise PermissionDeniedError(
+                f"Only the owner of {personality.display_name} (or a bot admin) can change it."
+            )
+
+    def require_binder(
+        self, personality: Personality, user_id: str, *, in_guild: bool, can_manage_channel: bool
+    ) -> None:
+        """Binding to a channel needs Manage Channels there; in DMs, ownership of the personality."""
+        if in_guild:
+            if not can_manage_channel and not self.is_admin(user_id):
+                raise PermissionDeniedError(
+                    "You need the Manage Channels permission in this channel to do that."
+                )
+        elif not self.can_manage(personality, user_id):
+            raise PermissionDeniedError(
+                f"In direct messages only the owner of {personality.display_name} can do that."
+            )
+
+    # ----------------------------------------------------------------------- models
+
+    async def resolve_model(self, value: str | None, user_id: str | None) -> ModelChoice:
+        """A model setting from a user: an LLM config by name, or a plain model string.
+
+        Plain strings must be on the deployment's allow-list unless an admin sets them; configs
+        with their own endpoint or key exist only because an admin made them, so any may be picked.
+        """
+        if value is None or value.strip().lower() in DEFAULT_MODEL_WORDS:
+            return ModelChoice(None, None)
+        value = value.strip()
+        async with self._sessionmaker() as session:
+            config = await session.scalar(select(LLMConfig).where(LLMConfig.name == value))
+            config_names = (await session.scalars(select(LLMConfig.name).order_by(LLMConfig.name))).all()
+        if config is not None:
+            return ModelChoice(config.id, None)
+        self._validate_model(value)
+        if self.is_admin(user_id) or any(value.startswith(allowed) for allowed in self.model_allow_list):
+            return ModelChoice(None, value)
+        allowed = [f"config {n}" for n in config_names] + [f"model {m}*" for m in self.model_allow_list]
+        choices = ", ".join(allowed) or "nothing yet (ask an admin)"
+        raise PermissionDeniedError(f"{value!r} is not allowed here. Use one of: {choices}.")
 
     async def create(
         self,
@@ -51,6 +171,7 @@ class PersonalityService:
         memory_mode: MemoryMode | str = MemoryMode.VERBATIM,
         owner_id: str | None = None,
         avatar_url: str | None = None,
+        llm_config_id: int | None = None,
     ) -> tuple[Personality, bool]:
         """Create a personality; an existing one of that name is returned unchanged with False."""
         slug = slugify(name)
@@ -58,11 +179,9 @@ class PersonalityService:
             raise InvalidInputError(f"{name!r} has no letters or digits to make a name from.")
         display = (display_name or name).strip()[:MAX_DISPLAY_NAME_LENGTH] or slug
         system_prompt = prompt if prompt is not None else DEFAULT_PROMPT.format(display_name=display)
-        if len(system_prompt) > MAX_PROMPT_LENGTH:
-            raise InvalidInputError(
-                f"The prompt is {len(system_prompt)} characters; the limit is {MAX_PROMPT_LENGTH}."
-            )
+        check_prompt(system_prompt)
         mode = parse_memory_mode(str(memory_mode))
+        avatar = validate_avatar_url(avatar_url)
         existing = await self.find(slug)
         if existing is not None:
             return existing, False
@@ -71,9 +190,10 @@ class PersonalityService:
             display_name=display,
             system_prompt=system_prompt,
             chat_model=model,
+            chat_llm_config_id=llm_config_id,
             memory_mode=mode.value,
             owner_id=owner_id,
-            avatar_url=avatar_url,
+            avatar_url=avatar,
         )
         try:
             async with self._sessionmaker.begin() as session:
@@ -104,6 +224,198 @@ class PersonalityService:
             raise NotFoundError(f"No personality with id {personality_id}.")
         return personality
 
-    async def list(self) -> Sequence[Personality]:
+    async def list(self, *, owner_id: str | None = None) -> Sequence[Personality]:
+        query = select(Personality).order_by(Personality.name)
+        if owner_id is not None:
+            query = query.where(Personality.owner_id == owner_id)
         async with self._sessionmaker() as session:
-            return (await session.scalars(select(Personality).order_by(Personality.name))).all()
+            return (await session.scalars(query)).all()
+
+    async def create_owned(
+        self,
+        name: str,
+        *,
+        owner_id: str,
+        display_name: str,
+        prompt: str,
+        model: str | None = None,
+        avatar_url: str | None = None,
+    ) -> Personality:
+        """Create a personality owned by a user; a taken name is refused rather than returned."""
+        if self.creator_ids is not None and owner_id not in self.creator_ids and not self.is_admin(owner_id):
+            raise PermissionDeniedError("Creating personalities is restricted on this bot; ask an admin.")
+        if not prompt.strip():
+            raise InvalidInputError("The prompt can't be empty.")
+        check_prompt(prompt)
+        if await self.find(name) is not None:
+            raise InvalidInputError(
+                f"A personality named {slugify(name)!r} already exists; pick another name."
+            )
+        if not self.is_admin(owner_id) and len(await self.list(owner_id=owner_id)) >= self.max_per_owner:
+            raise InvalidInputError(f"You already own {self.max_per_owner} personalities, the limit.")
+        choice = await self.resolve_model(model, owner_id)
+        personality, created = await self.create(
+            name,
+            display_name=display_name,
+            prompt=prompt,
+            model=choice.model,
+            llm_config_id=choice.llm_config_id,
+            owner_id=owner_id,
+            avatar_url=avatar_url,
+        )
+        if not created:
+            raise InvalidInputError(
+                f"A personality named {personality.name!r} already exists; pick another name."
+            )
+        return personality
+
+    async def get_detailed(self, name: str) -> Personality:
+        """The personality with its LLM configs and summarizer prompt loaded."""
+        async with self._sessionmaker() as session:
+            personality = await session.scalar(
+                select(Personality)
+                .where(Personality.name == slugify(name))
+                .options(
+                    selectinload(Personality.chat_llm_config),
+                    selectinload(Personality.summarizer_llm_config),
+                    selectinload(Personality.summarizer_prompt),
+                )
+            )
+        if personality is None:
+            raise NotFoundError(f"No personality named {name!r}; `/personality list` shows them.")
+        return personality
+
+    async def names_matching(
+        self, prefix: str, *, limit: int = AUTOCOMPLETE_LIMIT
+    ) -> Sequence[tuple[str, str]]:
+        """(name, display name) pairs whose name or display name starts with the typed text."""
+        typed = prefix.strip().lower()
+        slug = slugify(prefix)
+        query = select(Personality.name, Personality.display_name)
+        if typed:
+            matches = func.lower(Personality.display_name).startswith(typed, autoescape=True)
+            if slug:
+                matches = matches | Personality.name.startswith(slug, autoescape=True)
+            query = query.where(matches)
+        async with self._sessionmaker() as session:
+            rows = (await session.execute(query.order_by(Personality.name).limit(limit))).all()
+        return [(n, d) for n, d in rows]
+
+    async def list_owned(self, owner_id: str) -> Sequence[Personality]:
+        return await self.list(owner_id=owner_id)
+
+    async def _update(self, name: str, actor: str | None, **values: object) -> Personality:
+        personality = await self.get(name)
+        self.require_manager(personality, actor)
+        async with self._sessionmaker.begin() as session:
+            row = await session.get(Personality, personality.id, with_for_update=True)
+            if row is None:
+                raise NotFoundError(f"No personality named {name!r}.")
+            for key, value in values.items():
+                setattr(row, key, value)
+        return await self.get_detailed(personality.name)
+
+    async def edit(
+        self,
+        name: str,
+        *,
+        actor: str | None,
+        display_name: str | None = None,
+        prompt: str | None = None,
+        model: str | None = None,
+        avatar_url: str | None = None,
+    ) -> Personality:
+        """Change what was given; None leaves a field as it is ("default" resets the model)."""
+        personality = await self.get(name)
+        self.require_manager(personality, actor)
+        values: dict[str, object] = {}
+        if display_name is not None:
+            display = display_name.strip()
+            if not display or len(display) > MAX_DISPLAY_NAME_LENGTH:
+                raise InvalidInputError(
+                    f"The display name must be 1 to {MAX_DISPLAY_NAME_LENGTH} characters."
+                )
+            values["display_name"] = display
+        if prompt is not None:
+            if not prompt.strip():
+                raise InvalidInputError("The prompt can't be empty.")
+            values["system_prompt"] = check_prompt(prompt)
+        if model is not None:
+            choice = await self.resolve_model(model, actor)
+            values["chat_llm_config_id"] = choice.llm_config_id
+            values["chat_model"] = choice.model
+        if avatar_url is not None:
+            values["avatar_url"] = validate_avatar_url(avatar_url)
+        if not values:
+            raise InvalidInputError("Nothing to change: give at least one field to edit.")
+        return await self._update(name, actor, **values)
+
+    async def delete(self, name: str, *, actor: str | None) -> Personality:
+        """Delete the personality, its conversations and memories (the index is cleaned by the caller)."""
+        personality = await self.get(name)
+        self.require_manager(personality, actor)
+        async with self._sessionmaker.begin() as session:
+            await session.execute(delete(Personality).where(Personality.id == personality.id))
+            if personality.summarizer_prompt_id is not None:
+                await session.execute(
+                    delete(SystemPrompt).where(SystemPrompt.id == personality.summarizer_prompt_id)
+                )
+        return personality
+
+    async def set_memory_enabled(self, name: str, *, actor: str | None, enabled: bool) -> Personality:
+        return await self._update(name, actor, memory_enabled=enabled)
+
+    async def set_summarization(
+        self, name: str, *, actor: str | None, enabled: bool, mode: MemoryMode | str | None = None
+    ) -> tuple[Personality, MemoryMode]:
+        """Summarize new memories (summarized or hybrid) or store them verbatim; returns the old mode."""
+        if enabled:
+            new_mode = parse_memory_mode(str(mode)) if mode is not None else MemoryMode.SUMMARIZED
+            if new_mode is MemoryMode.VERBATIM:
+                raise InvalidInputError("With summarization on, the mode is summarized or hybrid.")
+        else:
+            new_mode = MemoryMode.VERBATIM
+        previous = MemoryMode((await self.get(name)).memory_mode)
+        return await self._update(name, actor, memory_mode=new_mode.value), previous
+
+    async def set_summarizer_model(self, name: str, *, actor: str | None, model: str | None) -> Personality:
+        """An LLM config by name, an allowed model string, or "default" for the deployment's."""
+        personality = await self.get(name)
+        self.require_manager(personality, actor)
+        choice = await self.resolve_model(model, actor)
+        return await self._update(
+            name, actor, summarizer_llm_config_id=choice.llm_config_id, summarizer_model=choice.model
+        )
+
+    async def summarizer_prompt(self, name: str) -> str | None:
+        """The personality's own summarizer prompt, None when it uses the default."""
+        personality = await self.get_detailed(name)
+        return personality.summarizer_prompt.content if personality.summarizer_prompt else None
+
+    async def set_summarizer_prompt(self, name: str, *, actor: str | None, prompt: str) -> Personality:
+        """Store the personality's summarizer prompt; an empty one goes back to the default."""
+        personality = await self.get(name)
+        self.require_manager(personality, actor)
+        text = prompt.strip()
+        check_prompt(text, MAX_SUMMARIZER_PROMPT_LENGTH)
+        async with self._sessionmaker.begin() as session:
+            row = await session.get(Personality, personality.id, with_for_update=True)
+            assert row is not None
+            old_prompt_id = row.summarizer_prompt_id
+            if not text:
+                row.summarizer_prompt_id = None
+                if old_prompt_id is not None:
+                    await session.flush()
+                    await session.execute(delete(SystemPrompt).where(SystemPrompt.id == old_prompt_id))
+            elif old_prompt_id is not None:
+                existing = await session.get(SystemPrompt, old_prompt_id)
+                assert existing is not None
+                existing.content = text
+            else:
+                stored = SystemPrompt(
+                    name=f"summarizer:{row.name}", prompt_type=PromptType.SUMMARIZER.value, content=text
+                )
+                session.add(stored)
+                await session.flush()
+                row.summarizer_prompt_id = stored.id
+        return await self.get_detailed(name)

@@ -3,8 +3,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.errors import InvalidInputError, NotFoundError
-from memory.personalities import MAX_PROMPT_LENGTH, PersonalityService, slugify
+from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from memory.personalities import (
+    MAX_PROMPT_LENGTH,
+    MAX_SUMMARIZER_PROMPT_LENGTH,
+    ModelChoice,
+    PersonalityService,
+    slugify,
+)
 
 
 @pytest.mark.parametrize(
@@ -54,3 +60,71 @@ async def test_bad_input_is_refused_clearly(
     with pytest.raises(InvalidInputError):
         await service.create(name, **kwargs)  # type: ignore[arg-type]
     assert await service.list() == []
+
+
+async def test_owner_or_admin_changes_others_are_refused(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker, admin_ids=["900"], model_allow_list=["ollama/"])
+    lilith = await service.create_owned("Lilith", owner_id="1", display_name="Lilith", prompt="Be sly.")
+    with pytest.raises(PermissionDeniedError):
+        await service.edit("lilith", actor="2", prompt="Hacked")
+    with pytest.raises(PermissionDeniedError):
+        await service.delete("lilith", actor="2")
+    with pytest.raises(PermissionDeniedError):
+        await service.set_summarizer_prompt("lilith", actor="2", prompt="x")
+    edited = await service.edit("lilith", actor="900", display_name="Lilith II")
+    assert edited.display_name == "Lilith II"
+    assert (await service.get("lilith")).system_prompt == "Be sly."
+    await service.delete("lilith", actor="1")
+    assert await service.find(lilith.name) is None
+
+
+async def test_model_choice_configs_allow_list_and_validation(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    from memory.llm_configs import LLMConfigService
+
+    service = PersonalityService(sessionmaker, admin_ids=["900"], model_allow_list=["ollama/"])
+    config = await LLMConfigService(sessionmaker).add("house", model="openai/gpt-4o-mini")
+    assert await service.resolve_model("house", "1") == ModelChoice(config.id, None)
+    assert await service.resolve_model("ollama/llama3.1", "1") == ModelChoice(None, "ollama/llama3.1")
+    assert (await service.resolve_model("default", "1")).is_default
+    with pytest.raises(PermissionDeniedError, match="config house, model ollama/"):
+        await service.resolve_model("openai/gpt-4o", "1")
+    assert await service.resolve_model("openai/gpt-4o", "900") == ModelChoice(None, "openai/gpt-4o")
+    with pytest.raises(InvalidInputError, match="Unknown LLM provider"):
+        await service.resolve_model("madeup/x", "900")
+
+
+async def test_summarization_and_summarizer_prompt(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    service = PersonalityService(sessionmaker)
+    await service.create_owned("Sage", owner_id="1", display_name="Sage", prompt="Calm.")
+    personality, previous = await service.set_summarization("sage", actor="1", enabled=True, mode="hybrid")
+    assert (personality.memory_mode, previous) == ("hybrid", "verbatim")
+    with pytest.raises(InvalidInputError):
+        await service.set_summarization("sage", actor="1", enabled=True, mode="verbatim")
+    await service.set_summarizer_prompt("sage", actor="1", prompt="Keep names.")
+    await service.set_summarizer_prompt("sage", actor="1", prompt="Keep names and dates.")
+    assert await service.summarizer_prompt("sage") == "Keep names and dates."
+    with pytest.raises(InvalidInputError, match="limit"):
+        await service.set_summarizer_prompt(
+            "sage", actor="1", prompt="x" * (MAX_SUMMARIZER_PROMPT_LENGTH + 1)
+        )
+    await service.set_summarizer_prompt("sage", actor="1", prompt="")
+    assert await service.summarizer_prompt("sage") is None
+
+
+async def test_creation_can_be_restricted_and_names_autocomplete(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker, creator_ids=["1"])
+    with pytest.raises(PermissionDeniedError, match="restricted"):
+        await service.create_owned("Nope", owner_id="2", display_name="Nope", prompt="x")
+    await service.create_owned("Lilith", owner_id="1", display_name="Lilith", prompt="x")
+    await service.create_owned("Lila", owner_id="1", display_name="Lila", prompt="x")
+    with pytest.raises(InvalidInputError, match="already exists"):
+        await service.create_owned("lilith", owner_id="1", display_name="Again", prompt="x")
+    assert [n for n, _ in await service.names_matching("LIL")] == ["lila", "lilith"]
+    assert [n for n, _ in await service.names_matching("lilit")] == ["lilith"]
+    assert await service.names_matching("%") == []

@@ -1,0 +1,189 @@
+"""A user's own memory preferences and controls: settings, the rolling-summary reset, JSONL export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import or_, select, text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.conversations import Venue, clear_rolling_summary, find_conversation
+from memory.errors import InvalidInputError
+from memory.types import MemoryState, SummarizationPreference
+from models import Memory, Message, Personality, UserSettings
+
+_UNSET: Any = object()
+
+
+def parse_summarization(value: str) -> SummarizationPreference:
+    try:
+        return SummarizationPreference(value.strip().lower())
+    except ValueError:
+        allowed = ", ".join(p.value for p in SummarizationPreference)
+        raise InvalidInputError(f"Unknown summarization setting {value!r}; use one of: {allowed}.") from None
+
+
+class UserSettingsService:
+    """Reads and writes a user's settings rows: the global one (personality None) or one personality's."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+        self._sessionmaker = sessionmaker
+
+    async def for_personality(self, user_id: str, personality_id: int) -> Sequence[UserSettings]:
+        """The rows that apply to this user and personality: the global one and the specific one."""
+        async with self._sessionmaker() as session:
+            return (
+                await session.scalars(
+                    select(UserSettings).where(
+                        UserSettings.user_id == user_id,
+                        or_(
+                            UserSettings.personality_id.is_(None),
+                            UserSettings.personality_id == personality_id,
+                        ),
+                    )
+                )
+            ).all()
+
+    async def get(self, user_id: str, personality_id: int | None = None) -> UserSettings | None:
+        """The user's row for that scope, None when they never set anything there."""
+        async with self._sessionmaker() as session:
+            scope = (
+                UserSettings.personality_id.is_(None)
+                if personality_id is None
+                else UserSettings.personality_id == personality_id
+            )
+            return await session.scalar(select(UserSettings).where(UserSettings.user_id == user_id, scope))
+
+    async def update(
+        self,
+        user_id: str,
+        personality_id: int | None = None,
+        *,
+        memory_enabled: bool | None = _UNSET,
+        summarization: SummarizationPreference | str | None = None,
+        allow_dm_recall_in_guilds: bool | None = None,
+    ) -> UserSettings:
+        """Upsert the user's row for that scope, changing only what was given (None memory = inherit)."""
+        values: dict[str, Any] = {}
+        if memory_enabled is not _UNSET:
+            values["memory_enabled"] = memory_enabled
+        if summarization is not None:
+            values["summarization"] = parse_summarization(str(summarization)).value
+        if allow_dm_recall_in_guilds is not None:
+            values["allow_dm_recall_in_guilds"] = allow_dm_recall_in_guilds
+        statement = insert(UserSettings).values(user_id=user_id, personality_id=personality_id, **values)
+        columns = ["user_id"] if personality_id is None else ["user_id", "personality_id"]
+        where = text("personality_id IS NULL" if personality_id is None else "personality_id IS NOT NULL")
+        updates: dict[str, Any] = dict(values) or {"user_id": statement.excluded.user_id}
+        upsert = statement.on_conflict_do_update(index_elements=columns, index_where=where, set_=updates)
+        async with self._sessionmaker.begin() as session:
+            row_id = await session.scalar(upsert.returning(UserSettings.id))
+            row = await session.get(UserSettings, row_id, populate_existing=True)
+        assert row is not None
+        return row
+
+    async def personalities_remembering(self, user_id: str) -> Sequence[Personality]:
+        """The personalities that hold at least one live memory of this user."""
+        async with self._sessionmaker() as session:
+            return (
+                await session.scalars(
+                    select(Personality)
+                    .where(
+                        Personality.id.in_(
+                            select(Memory.personality_id).where(
+                                Memory.user_id == user_id, Memory.state != MemoryState.DELETED.value
+                            )
+                        )
+                    )
+                    .order_by(Personality.name)
+                )
+            ).all()
+
+    async def reset_conversation_summary(self, personality_id: int, venue: Venue) -> int:
+        """Clear the rolling summary of the personality's conversation in this venue; rows removed."""
+        async with self._sessionmaker.begin() as session:
+            conversation = await find_conversation(session, personality_id, venue)
+            if conversation is None:
+                return 0
+            return await clear_rolling_summary(session, conversation.id)
+
+    async def export_lines(self, *, user_id: str, personality_id: int | None = None) -> list[str]:
+        """The user's memories as JSONL in the shape `personae import` reads.
+
+        One line per source message (id, role, content, timestamp, author, user_id, channel_id,
+        guild_id); the last line of each exchange also carries the memory: its stored text, mode,
+        summarizer and provenance. A memory whose messages are gone is one user line of its text.
+        """
+        query = (
+            select(Memory, Personality.name)
+            .join(Personality, Personality.id == Memory.personality_id)
+            .where(Memory.user_id == user_id, Memory.state != MemoryState.DELETED.value)
+        )
+        if personality_id is not None:
+            query = query.where(Memory.personality_id == personality_id)
+        lines: list[str] = []
+        async with self._sessionmaker() as session:
+            rows = (await session.execute(query.order_by(Memory.occurred_at, Memory.id))).all()
+            wanted = {m.conversation_id for m, _ in rows if m.conversation_id is not None}
+            source_ids = {i for m, _ in rows for i in m.source_message_ids}
+            by_key: dict[tuple[int | None, str], Message] = {}
+            # One query for every source message (ids are unique per conversation), not one per memory.
+            for start in range(0, len(source_ids), 5000):
+                chunk = sorted(source_ids)[start : start + 5000]
+                for message in await session.scalars(
+                    select(Message).where(Message.conversation_id.in_(wanted), Message.external_id.in_(chunk))
+                ):
+                    by_key[(message.conversation_id, message.external_id)] = message
+            for memory, personality_name in rows:
+                messages = sorted(
+                    (
+                        by_key[(memory.conversation_id, i)]
+                        for i in memory.source_message_ids
+                        if (memory.conversation_id, i) in by_key
+                    ),
+                    key=lambda m: m.id,
+                )
+                records: list[dict[str, Any]] = [
+                    {
+                        "id": m.external_id,
+                        "role": m.role,
+                        "content": m.content,
+                        "timestamp": m.created_at.isoformat(),
+                        "author": m.author_name,
+                        "user_id": memory.user_id,
+                        "channel_id": memory.channel_id,
+                        "guild_id": memory.guild_id,
+                    }
+                    for m in messages
+                ]
+                if not records:
+                    records = [
+                        {
+                            "id": f"memory-{memory.id}",
+                            "role": "user",
+                            "content": memory.content_verbatim or memory.content,
+                            "timestamp": memory.occurred_at.isoformat(),
+                            "author": None,
+                            "user_id": memory.user_id,
+                            "channel_id": memory.channel_id,
+                            "guild_id": memory.guild_id,
+                        }
+                    ]
+                records[-1]["memory"] = {
+                    "id": str(memory.id),
+                    "personality": personality_name,
+                    "mode": memory.mode,
+                    "content": memory.content,
+                    "content_verbatim": memory.content_verbatim,
+                    "summarized": memory.summarized,
+                    "summarizer": memory.summarizer,
+                    "source_message_ids": list(memory.source_message_ids),
+                    "occurred_at": memory.occurred_at.isoformat(),
+                    "is_dm": memory.is_dm,
+                    "fidelity_misses": list(memory.fidelity_misses),
+                }
+                lines.extend(json.dumps(r, ensure_ascii=False) for r in records)
+        return lines

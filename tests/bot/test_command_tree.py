@@ -1,0 +1,92 @@
+"""The whole slash-command tree, as `personae sync-commands` would send it to Discord."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from discord import app_commands
+
+from bot.client import EXTENSIONS
+from tests.bot.interactions import open_harness
+
+NAME = re.compile(r"^[-_\w]{1,32}$")
+EXPECTED = {
+    "memory": {"status", "settings", "search", "forget", "export", "reset"},
+    "personality": {
+        "create",
+        "edit",
+        "info",
+        "list",
+        "delete",
+        "memory",
+        "summarizer-model",
+        "summarizer-prompt",
+        "resummarize",
+        "activate",
+        "deactivate",
+    },
+}
+
+
+def walk(command: Any) -> Iterator[Any]:
+    yield command
+    if isinstance(command, app_commands.Group):
+        for child in command.commands:
+            yield from walk(child)
+
+
+def payload_chars(payload: dict[str, Any]) -> int:
+    """Discord's 4000-character budget: names, descriptions and choice names/values, recursively."""
+    total = len(payload.get("name", "")) + len(payload.get("description", ""))
+    for choice in payload.get("choices", []):
+        total += len(choice["name"]) + len(str(choice["value"]))
+    return total + sum(payload_chars(o) for o in payload.get("options", []))
+
+
+async def test_tree_is_valid_for_discord(runtime: Any) -> None:
+    async with open_harness(runtime, EXTENSIONS) as harness:
+        top = harness.tree.get_commands()
+        names = [c.name for c in top]
+        assert len(names) == len(set(names)) <= 100
+        for group_name, expected in EXPECTED.items():
+            group = harness.tree.get_command(group_name)
+            assert isinstance(group, app_commands.Group), group_name
+            assert {c.name for c in group.commands} == expected
+        for root in top:
+            payload = root.to_dict(harness.tree)
+            assert payload_chars(payload) <= 4000, root.name
+            for command in walk(root):
+                assert NAME.match(command.name) and command.name == command.name.lower(), command.name
+                assert 1 <= len(command.description) <= 100, command.qualified_name
+                if isinstance(command, app_commands.Group):
+                    children = [c.name for c in command.commands]
+                    assert len(children) == len(set(children)) <= 25, command.qualified_name
+                    continue
+                params = command.parameters
+                assert len(params) <= 25
+                assert len({p.display_name for p in params}) == len(params)
+                required_seen_after_optional = False
+                for index, param in enumerate(params):
+                    where = f"/{command.qualified_name} {param.display_name}"
+                    assert NAME.match(param.display_name), where
+                    assert 1 <= len(param.description) <= 100, where
+                    assert param.description != "…", f"{where} has no description"
+                    if param.display_name == "personality":
+                        assert param.autocomplete, f"{where} should autocomplete"
+                    if param.required and any(not p.required for p in params[:index]):
+                        required_seen_after_optional = True
+                assert not required_seen_after_optional, command.qualified_name
+
+
+async def test_sync_publishes_the_tree_to_one_guild(runtime: Any) -> None:
+    from bot.client import sync_command_tree
+
+    async with open_harness(runtime) as harness:
+        names = await sync_command_tree(harness.bot, 4242)
+        assert sorted(names) == ["memory", "personality"]
+        [(route, commands)] = harness.http.synced.items()
+        assert route.endswith("guilds/4242/commands")
+        personality = next(c for c in commands if c["name"] == "personality")
+        assert {o["name"] for o in personality["options"]} == EXPECTED["personality"]

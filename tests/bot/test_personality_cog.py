@@ -1,0 +1,358 @@
+"""/personality through the real command tree: real interactions, real services, captured HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from memory.personalities import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
+from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
+from tests.bot.interactions import MANAGE_CHANNELS, DiscordHarness, open_harness
+from tests.bot.seeding import seed_memories
+
+OWNER = 101
+OTHER = 102
+ADMIN = 900
+GUILD = 300
+
+
+@pytest.fixture
+async def harness(runtime: Any) -> AsyncIterator[DiscordHarness]:
+    async with open_harness(runtime) as harness:
+        yield harness
+
+
+async def create(harness: DiscordHarness, name: str = "Lilith", user: int = OWNER, **extra: Any) -> Any:
+    return await harness.command(
+        "personality create",
+        user=user,
+        name=name,
+        display_name=extra.pop("display_name", name),
+        prompt=extra.pop("prompt", f"You are {name}."),
+        **extra,
+    )
+
+
+async def stored(runtime: Any, name: str) -> Personality | None:
+    async with runtime.sessionmaker() as session:
+        return await session.scalar(select(Personality).where(Personality.name == name))
+
+
+async def test_create_then_info_list_edit(harness: DiscordHarness, runtime: Any) -> None:
+    created = await create(
+        harness, "Lilith", avatar="https://img.example/lilith.png", model="openai/gpt-4o-mini"
+    )
+    assert created.reply.ephemeral
+    assert "Created **Lilith** (`lilith`)" in created.text
+    row = await stored(runtime, "lilith")
+    assert row is not None
+    assert row.owner_id == str(OWNER)
+    assert row.chat_model == "openai/gpt-4o-mini"
+    assert row.avatar_url == "https://img.example/lilith.png"
+
+    info = await harness.command("personality info", user=OTHER, personality="lilith")
+    assert info.reply.ephemeral
+    assert "Owner: <@101>" in info.text
+    assert "Prompt:" not in info.text  # only the owner sees the prompt
+    assert (
+        "Prompt: You are Lilith."
+        in (await harness.command("personality info", user=OWNER, personality="lilith")).text
+    )
+
+    listed = await harness.command("personality list", user=OWNER)
+    assert "**Lilith** (`lilith`), memory verbatim (yours)" in listed.text
+
+    edited = await harness.command(
+        "personality edit",
+        user=OWNER,
+        personality="lilith",
+        display_name="Lilith the Wise",
+        prompt="Be wise.",
+    )
+    assert "Updated." in edited.text
+    row = await stored(runtime, "lilith")
+    assert row is not None
+    assert (row.display_name, row.system_prompt) == ("Lilith the Wise", "Be wise.")
+
+
+async def test_non_owner_is_refused_everywhere(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    refusals = [
+        await harness.command("personality edit", user=OTHER, personality="lilith", prompt="Hacked"),
+        await harness.command("personality delete", user=OTHER, personality="lilith"),
+        await harness.command(
+            "personality memory", user=OTHER, personality="lilith", summarization="enabled"
+        ),
+        await harness.command(
+            "personality summarizer-model", user=OTHER, personality="lilith", model="openai/gpt-4o-mini"
+        ),
+        await harness.command("personality summarizer-prompt", user=OTHER, personality="lilith"),
+        await harness.command("personality resummarize", user=OTHER, personality="lilith"),
+        await harness.command("personality activate", user=OTHER, personality="lilith", channel=501),
+    ]
+    for invocation in refusals:
+        assert invocation.reply.ephemeral
+        assert (
+            "Only the owner of Lilith" in invocation.text
+            or "In direct messages only the owner" in invocation.text
+        )
+    row = await stored(runtime, "lilith")
+    assert row is not None
+    assert (row.system_prompt, row.memory_mode, row.summarizer_model) == ("You are Lilith.", "verbatim", None)
+
+
+async def test_admin_may_change_any_personality(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    reply = await harness.command("personality edit", user=ADMIN, personality="lilith", prompt="Admin edit")
+    assert "Updated." in reply.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.system_prompt == "Admin edit"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"name": "!!!"}, "no letters or digits"),
+        ({"model": "nosuchprovider/model-x"}, "Unknown LLM provider"),
+        ({"model": "anthropic/claude-3-haiku"}, "is not allowed here. Use one of:"),
+        ({"avatar": "http://insecure.example/a.png"}, "https:// image URL"),
+    ],
+    ids=["bad-name", "unknown-provider", "not-allowed", "bad-avatar"],
+)
+async def test_create_bad_values_are_explained(
+    harness: DiscordHarness, runtime: Any, options: dict[str, str], message: str
+) -> None:
+    name = options.pop("name", "Lilith")
+    reply = await create(harness, name, **options)
+    assert reply.reply.ephemeral
+    assert message in reply.text
+    assert await runtime.personalities.list() == []
+
+
+async def test_create_taken_name_and_over_long_prompt(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    again = await create(harness, "lilith", user=OTHER)
+    assert "already exists" in again.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.owner_id == str(OWNER)
+    # Discord caps the option at 4000 characters client-side; the service checks its own limit too.
+    too_long = await harness.command(
+        "personality edit", user=OWNER, personality="lilith", prompt="x" * (MAX_PROMPT_LENGTH + 1)
+    )
+    assert too_long.reply.ephemeral
+    assert f"the limit is {MAX_PROMPT_LENGTH}" in too_long.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.system_prompt == "You are Lilith."
+
+
+async def test_unknown_personality_is_named(harness: DiscordHarness) -> None:
+    reply = await harness.command("personality info", user=OWNER, personality="nobody")
+    assert reply.reply.ephemeral
+    assert "No personality named 'nobody'" in reply.text
+
+
+async def test_autocomplete_matches_prefix(harness: DiscordHarness) -> None:
+    for name in ("Lilith", "Lila", "Sage"):
+        await create(harness, name)
+    result = await harness.autocomplete("personality info", "personality", user=OTHER, personality="li")
+    assert [c["value"] for c in result.choices] == ["lila", "lilith"]
+    everything = await harness.autocomplete("personality info", "personality", user=OTHER, personality="")
+    assert len(everything.choices) == 3
+
+
+async def test_delete_asks_then_deletes(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    lilith = await stored(runtime, "lilith")
+    assert lilith is not None
+    assert await seed_memories(runtime, lilith, "201") == 3
+    index = runtime.require_memory()._index
+    assert len(await index.ids(lilith.id)) == 3
+    asked = await harness.command("personality delete", user=OWNER, personality="lilith")
+    assert asked.reply.ephemeral
+    assert [b["label"] for b in asked.reply.buttons] == ["Delete", "Cancel"]
+    # Someone else can't press it.
+    stranger = await harness.click(asked.reply, "Delete", user=OTHER)
+    assert "not yours" in stranger.text
+    assert await stored(runtime, "lilith") is not None
+    await harness.click(asked.reply, "Delete", user=OWNER)
+    assert "Deleted **Lilith**" in asked.reply.content
+    assert asked.reply.buttons == []
+    assert await stored(runtime, "lilith") is None
+    async with runtime.sessionmaker() as session:
+        assert (await session.scalars(select(Memory))).all() == []
+    assert await index.ids(lilith.id) == set()
+
+
+async def test_delete_cancelled_keeps_it(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    asked = await harness.command("personality delete", user=OWNER, personality="lilith")
+    await harness.click(asked.reply, "Cancel", user=OWNER)
+    assert "Cancelled" in asked.reply.content
+    assert await stored(runtime, "lilith") is not None
+
+
+async def test_memory_summarization_explains_the_change(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    on = await harness.command(
+        "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="hybrid"
+    )
+    assert "now stores new memories hybrid" in on.text
+    assert "Existing memories stay as they are until you run `/personality resummarize`" in on.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.memory_mode == "hybrid"
+    off = await harness.command(
+        "personality memory", user=OWNER, personality="lilith", summarization="disabled"
+    )
+    assert "verbatim" in off.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.memory_mode == "verbatim"
+    bad = await harness.command(
+        "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="sometimes"
+    )
+    assert bad.reply.ephemeral
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.memory_mode == "verbatim"
+
+
+async def test_summarizer_model_by_config_allow_list_or_refusal(
+    harness: DiscordHarness, runtime: Any
+) -> None:
+    await create(harness, "Lilith")
+    assert runtime.llm_configs is not None
+    config = await runtime.llm_configs.add(
+        "cheap", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key_env="CHEAP_KEY"
+    )
+    by_config = await harness.command(
+        "personality summarizer-model", user=OWNER, personality="lilith", model="cheap"
+    )
+    assert "config `cheap`" in by_config.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (config.id, None)
+
+    by_string = await harness.command(
+        "personality summarizer-model", user=OWNER, personality="lilith", model="ollama/llama3.1"
+    )
+    assert "`ollama/llama3.1`" in by_string.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (
+        None,
+        "ollama/llama3.1",
+    )
+
+    refused = await harness.command(
+        "personality summarizer-model", user=OWNER, personality="lilith", model="anthropic/claude-3-haiku"
+    )
+    assert "config cheap" in refused.text and "model ollama/*" in refused.text
+    unknown = await harness.command(
+        "personality summarizer-model", user=OWNER, personality="lilith", model="madeup/model"
+    )
+    assert "Unknown LLM provider" in unknown.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and row.summarizer_model == "ollama/llama3.1"
+
+    reset = await harness.command(
+        "personality summarizer-model", user=OWNER, personality="lilith", model="default"
+    )
+    assert "the bot's default" in reset.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (None, None)
+    async with runtime.sessionmaker() as session:
+        assert await session.scalar(select(LLMConfig.name)) == "cheap"
+
+
+async def test_summarizer_prompt_modal_saves_and_resets(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    opened = await harness.command("personality summarizer-prompt", user=OWNER, personality="lilith")
+    modal = opened.modal
+    text_input = modal["components"][0]["components"][0]
+    assert text_input.get("value") in (None, "")
+    saved = await harness.submit_modal(modal, {text_input["custom_id"]: "Keep the jokes."}, user=OWNER)
+    assert saved.reply.ephemeral and "Saved **Lilith**'s summarizer prompt" in saved.text
+    async with runtime.sessionmaker() as session:
+        prompt = await session.scalar(select(SystemPrompt))
+    assert prompt is not None and (prompt.prompt_type, prompt.content) == ("summarizer", "Keep the jokes.")
+
+    reopened = await harness.command("personality summarizer-prompt", user=OWNER, personality="lilith")
+    assert reopened.modal["components"][0]["components"][0]["value"] == "Keep the jokes."
+    too_long = await harness.submit_modal(
+        reopened.modal, {text_input["custom_id"]: "y" * (MAX_SUMMARIZER_PROMPT_LENGTH + 1)}, user=OWNER
+    )
+    assert "limit is 4000" in too_long.text
+    cleared = await harness.submit_modal(reopened.modal, {text_input["custom_id"]: "  "}, user=OWNER)
+    assert "default summarizer prompt again" in cleared.text
+    async with runtime.sessionmaker() as session:
+        assert await session.scalar(select(SystemPrompt)) is None
+        row = await session.scalar(select(Personality))
+    assert row is not None and row.summarizer_prompt_id is None
+
+
+async def test_activate_needs_manage_channels_in_guilds(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    refused = await harness.command(
+        "personality activate", user=OTHER, guild=GUILD, channel=501, personality="lilith"
+    )
+    assert "Manage Channels" in refused.text
+    done = await harness.command(
+        "personality activate",
+        user=OTHER,
+        guild=GUILD,
+        channel=501,
+        permissions=MANAGE_CHANNELS,
+        personality="lilith",
+    )
+    assert not done.reply.ephemeral  # meant to be seen by the channel
+    assert "now answers every message here" in done.text
+    async with runtime.sessionmaker() as session:
+        binding = await session.scalar(select(ChannelBinding))
+    assert binding is not None and (binding.channel_id, binding.guild_id) == ("501", str(GUILD))
+    again = await harness.command(
+        "personality activate",
+        user=OTHER,
+        guild=GUILD,
+        channel=501,
+        permissions=MANAGE_CHANNELS,
+        personality="lilith",
+    )
+    assert again.reply.ephemeral and "already answers" in again.text
+    off = await harness.command(
+        "personality deactivate",
+        user=OTHER,
+        guild=GUILD,
+        channel=501,
+        permissions=MANAGE_CHANNELS,
+        personality="lilith",
+    )
+    assert "no longer answers" in off.text
+    async with runtime.sessionmaker() as session:
+        assert await session.scalar(select(ChannelBinding)) is None
+
+
+async def test_activate_in_dms_needs_ownership(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Lilith")
+    refused = await harness.command("personality activate", user=OTHER, channel=601, personality="lilith")
+    assert "only the owner" in refused.text
+    done = await harness.command("personality activate", user=OWNER, channel=601, personality="lilith")
+    assert "now answers" in done.text
+    assert [p.name for p in await runtime.bindings.bound_personalities(["601"])] == ["lilith"]
+
+
+async def test_resummarize_runs_in_background_with_progress(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Sage")
+    sage = await stored(runtime, "sage")
+    assert sage is not None
+    assert await seed_memories(runtime, sage, "201") == 3
+    refused = await harness.command("personality resummarize", user=OWNER, personality="sage")
+    assert "stores memories verbatim" in refused.text  # summarization must be on first
+    await harness.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
+    run = await harness.command("personality resummarize", user=OWNER, personality="sage")
+    reply = run.reply
+    assert reply.ephemeral
+    assert reply.edits >= 2  # "0 of 3", progress, then the result
+    assert "Re-summarized 3 of 3 memories of Sage" in reply.content
+    async with runtime.sessionmaker() as session:
+        memories = (await session.scalars(select(Memory).where(Memory.personality_id == sage.id))).all()
+    assert len(memories) == 3
+    assert all(m.summarized and m.mode == "summarized" for m in memories)

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from memory.llm_configs import LLMConfigService
+
+
+@pytest.fixture
+def service(sessionmaker: async_sessionmaker[AsyncSession]) -> LLMConfigService:
+    return LLMConfigService(sessionmaker, admin_ids=["900"])
+
+
+async def test_admins_and_the_cli_manage_configs(service: LLMConfigService) -> None:
+    config = await service.add(
+        "local",
+        model="openai/qwen2.5",
+        api_base="http://127.0.0.1:8000/v1",
+        api_key_env="LOCAL_KEY",
+        actor="900",
+    )
+    assert (config.name, config.api_key_env, config.max_tokens) == ("local", "LOCAL_KEY", 512)
+    await service.add("cheap", model="openai/gpt-4o-mini")  # actor None: the operator at the CLI
+    assert [c.name for c in await service.list()] == ["cheap", "local"]
+    await service.remove("local", actor="900")
+    assert [c.name for c in await service.list()] == ["cheap"]
+    with pytest.raises(NotFoundError):
+        await service.remove("local")
+
+
+async def test_non_admins_are_refused(service: LLMConfigService) -> None:
+    with pytest.raises(PermissionDeniedError, match="Only bot admins"):
+        await service.add("mine", model="openai/gpt-4o-mini", api_base="http://10.0.0.1/v1", actor="101")
+    await service.add("cheap", model="openai/gpt-4o-mini")
+    with pytest.raises(PermissionDeniedError):
+        await service.remove("cheap", actor="101")
+    assert [c.name for c in await service.list()] == ["cheap"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": "madeup/x"}, "Unknown LLM provider"),
+        ({"model": "openai/x", "api_key_env": "sk-abc123"}, "not an environment variable name"),
+        ({"model": "openai/x", "api_base": "file:///etc"}, "http"),
+        ({"model": "openai/x", "temperature": 3.0}, "temperature"),
+        ({"model": "openai/x", "max_tokens": 0}, "positive"),
+    ],
+    ids=["provider", "key-not-env", "api-base", "temperature", "max-tokens"],
+)
+async def test_bad_configs_are_explained(
+    service: LLMConfigService, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        await service.add("bad", **kwargs)  # type: ignore[arg-type]
+    assert await service.list() == []
+
+
+async def test_duplicate_name(service: LLMConfigService) -> None:
+    await service.add("cheap", model="openai/gpt-4o-mini")
+    with pytest.raises(InvalidInputError, match="already exists"):
+        await service.add("cheap", model="openai/gpt-4o-mini")
+
+
+async def test_cli_llm_config_add_list_remove(runtime: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import build_parser, cmd_llm_config_add, cmd_llm_config_list, cmd_llm_config_remove
+
+    parser = build_parser()
+    args = parser.parse_args(
+        [
+            "llm-config",
+            "add",
+            "local",
+            "openai/qwen",
+            "--api-base",
+            "http://127.0.0.1:8000/v1",
+            "--api-key-env",
+            "K",
+        ]
+    )
+    assert args.handler is cmd_llm_config_add
+    await cmd_llm_config_add(args, runtime)
+    await cmd_llm_config_list(parser.parse_args(["llm-config", "list"]), runtime)
+    out = capsys.readouterr().out
+    assert "Added LLM config 'local'" in out
+    assert "local" in out and "http://127.0.0.1:8000/v1" in out and " K" in out
+    await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
+    assert await runtime.llm_configs.list() == []
+    with pytest.raises(NotFoundError):
+        await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
