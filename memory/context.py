@@ -1,0 +1,185 @@
+"""Build a chat prompt inside a token budget: system prompt, memories, rolling summary, recent messages.
+
+Tokens are counted with the chat model's tokenizer (a `TokenCounter`, normally `LLMClient.count_tokens`
+bound to the model), never estimated from characters. Each message is counted once on its own; the sum
+of per-message counts is an upper bound of the count of the whole list (the tokenizer's per-call
+priming is paid once per call), so a prompt assembled from them never exceeds the budget. The final
+prompt is counted once more as a whole and that figure is what the result reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.formatting import approx_tokens, strip_chat_template_tokens
+
+# messages -> tokens for the chat model
+TokenCounter = Callable[[list[dict[str, Any]]], int]
+
+MEMORY_HEADER = "What you remember about {user} from earlier conversations:"
+SUMMARY_HEADER = "Summary of this conversation so far:"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryMessage:
+    """A stored message as the prompt sees it."""
+
+    role: str  # "user" | "assistant"
+    content: str
+    author_name: str | None = None
+    token_count: int = 0  # counted with the chat model when stored; 0 = count now
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBudget:
+    total: int
+    memories: int
+
+    @classmethod
+    def for_window(
+        cls, context_window: int, *, share: float, memory_share: float, reply_tokens: int = 0
+    ) -> ContextBudget:
+        """`share` of the window for the prompt, leaving room for the reply; memories get their part of it."""
+        total = int(context_window * share)
+        if reply_tokens and context_window - reply_tokens > 0:
+            total = min(total, context_window - reply_tokens)
+        total = max(1, total)
+        return cls(total=total, memories=int(total * memory_share))
+
+
+@dataclass(slots=True)
+class BuiltContext:
+    messages: list[dict[str, str]]
+    tokens: int
+    budget: int
+    memories_used: int = 0
+    summary_used: bool = False
+    history_used: int = 0
+    history_dropped: int = 0
+    sections: list[str] = field(default_factory=list)
+
+
+def _fit_text(text: str, budget: int, count: TokenCounter, *, keep_end: bool) -> str:
+    """The longest prefix (or suffix) of text, cut at a word, that fits `budget` tokens as a message."""
+    if budget <= 0:
+        return ""
+    if count([{"role": "system", "content": text}]) <= budget:
+        return text
+    words = text.split(" ")
+    low, high = 0, len(words)
+    while low < high:  # the largest word count that fits
+        middle = (low + high + 1) // 2
+        piece = " ".join(words[-middle:] if keep_end else words[:middle])
+        if count([{"role": "system", "content": piece}]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        return ""
+    return " ".join(words[-low:] if keep_end else words[:low])
+
+
+def _history_message(message: HistoryMessage, *, name_speakers: bool) -> dict[str, str]:
+    content = strip_chat_template_tokens(message.content)
+    if message.role == "user" and name_speakers and message.author_name:
+        content = f"{message.author_name}: {content}"
+    return {"role": "assistant" if message.role == "assistant" else "user", "content": content}
+
+
+def build_context(
+    *,
+    system_prompt: str,
+    user_name: str,
+    memories: Sequence[str],
+    summary: str | None,
+    history: Sequence[HistoryMessage],
+    budget: ContextBudget,
+    count: TokenCounter,
+    name_speakers: bool = False,
+) -> BuiltContext:
+    """The prompt for the newest message of `history` (oldest first), never over `budget.total`.
+
+    In order: the system prompt; recalled memories within `budget.memories`; the rolling summary; then
+    as many recent messages as fit, newest kept. The newest message is always included (cut from its
+    start if it alone is too long).
+    """
+    if not history:
+        raise ValueError("history must end with the message to answer")
+    base = strip_chat_template_tokens(system_prompt).strip() or "You are a helpful character."
+    sections = ["system"]
+    newest = _history_message(history[-1], name_speakers=name_speakers)
+    system_tokens = count([{"role": "system", "content": base}])
+    # What must fit whatever happens: the system prompt and the newest message.
+    newest_room = max(1, budget.total - system_tokens)
+    if count([newest]) > newest_room:
+        newest = {**newest, "content": _fit_text(newest["content"], newest_room, count, keep_end=True)}
+    reserved = system_tokens + count([newest])
+
+    system_text = base
+    memories_used = 0
+    if memories:
+        header = "\n\n" + MEMORY_HEADER.format(user=user_name)
+        memory_budget = min(budget.memories, budget.total - reserved)
+        lines: list[str] = []
+        for memory in memories:
+            line = "\n- " + " ".join(strip_chat_template_tokens(memory).split())
+            candidate = system_text + header + "".join([*lines, line])
+            if count([{"role": "system", "content": candidate}]) - system_tokens > memory_budget:
+                break
+            lines.append(line)
+        if lines:
+            system_text += header + "".join(lines)
+            memories_used = len(lines)
+            sections.append("memories")
+
+    summary_used = False
+    current = count([{"role": "system", "content": system_text}])
+    if summary and summary.strip():
+        room = budget.total - current - count([newest])
+        block = "\n\n" + SUMMARY_HEADER + "\n"
+        overhead = count([{"role": "system", "content": system_text + block}]) - current
+        text = _fit_text(strip_chat_template_tokens(summary).strip(), room - overhead, count, keep_end=True)
+        if text:
+            system_text += block + text
+            summary_used = True
+            sections.append("summary")
+            current = count([{"role": "system", "content": system_text}])
+
+    used = current + count([newest])
+    kept: list[dict[str, str]] = [newest]
+    older = history[:-1]
+    dropped = 0
+    for index in range(len(older) - 1, -1, -1):
+        source = older[index]
+        message = _history_message(source, name_speakers=name_speakers)
+        if source.token_count > 0:
+            # Counted when stored (with the per-call priming, so an upper bound); plus the speaker label.
+            label = len(message["content"]) - len(source.content)
+            tokens = source.token_count + (approx_tokens(message["content"][:label]) + 1 if label > 0 else 0)
+        else:
+            tokens = count([message])
+        if used + tokens > budget.total:
+            dropped = index + 1
+            break
+        kept.append(message)
+        used += tokens
+    kept.reverse()
+    sections.append("history")
+    messages = [{"role": "system", "content": system_text}, *kept]
+    total = count(messages)
+    while total > budget.total and len(messages) > 2:  # defensive: never ship an over-budget prompt
+        messages.pop(1)
+        dropped += 1
+        total = count(messages)
+    return BuiltContext(
+        messages=messages,
+        tokens=total,
+        budget=budget.total,
+        memories_used=memories_used,
+        summary_used=summary_used,
+        history_used=len(messages) - 1,
+        history_dropped=dropped,
+        sections=sections,
+    )

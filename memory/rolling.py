@@ -1,0 +1,244 @@
+"""Rolling conversation summaries and titles, updated after replies, off the chat path.
+
+Once the tokens since the last summary pass a threshold and enough new messages arrived, the latest
+summary is updated cumulatively (previous summary plus the new messages, the most recent kept when
+the input must be cut). Once a summary passes its maximum size, a new row starts. Each row records
+the message range it covers. The summary is computed first and written in one short transaction that
+checks nothing moved meanwhile, so an interrupted or raced run leaves the previous summary intact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.formatting import (
+    approx_tokens,
+    clean_summary_output,
+    extractive_summary,
+    strip_chat_template_tokens,
+)
+from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.summarizer import EXTRACTIVE
+from memory.types import ModelConfig
+from models import Conversation, Message, Summary
+
+log = logging.getLogger(__name__)
+
+SUMMARY_PROMPT = """\
+You keep a running summary of a chat between {personality} and the people talking to it.
+Write in the third person, in plain sentences, paraphrasing. Keep names, facts, decisions, plans,
+dates and open questions; drop greetings, filler and roleplay formatting. Output only the summary."""
+
+TITLE_PROMPT = """\
+Give this conversation a short title of at most six words, without quotes or a trailing period.
+Output only the title."""
+
+MAX_TITLE_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryUpdate:
+    summary_id: int
+    created: bool
+    first_message_id: int
+    last_message_id: int
+    message_count: int
+    token_count: int
+    summarizer: str
+    title: str | None
+
+
+def _render(messages: Sequence[Message], personality_name: str) -> str:
+    lines = []
+    for m in messages:
+        speaker = personality_name if m.role == "assistant" else (m.author_name or "User")
+        lines.append(f"{speaker}: {' '.join(strip_chat_template_tokens(m.content).split())}")
+    return "\n".join(lines)
+
+
+def _keep_recent_lines(text: str, max_tokens: int) -> str:
+    """The most recent lines of text that fit `max_tokens` (approx.), newest kept."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(text.splitlines()):
+        tokens = approx_tokens(line) + 1
+        if used + tokens > max_tokens:
+            break
+        kept.append(line)
+        used += tokens
+    return "\n".join(reversed(kept))
+
+
+def fallback_title(summary: str) -> str:
+    """A title from the summary's first words, for when no LLM is available."""
+    first = summary.strip().split("\n", 1)[0]
+    for mark in ".!?":
+        first = first.split(mark, 1)[0]
+    words = first.split()[:8]
+    title = " ".join(words)
+    return (title[: MAX_TITLE_CHARS - 1] + "…") if len(title) > MAX_TITLE_CHARS else title
+
+
+class RollingSummarizer:
+    """Decides when a conversation's rolling summary is due and updates it atomically."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        llm: LLMClient | None,
+        *,
+        threshold_tokens: int = 1500,
+        min_messages: int = 6,
+        max_tokens: int = 800,
+        input_tokens: int = 3000,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._llm = llm
+        self.threshold_tokens = threshold_tokens
+        self.min_messages = min_messages
+        self.max_tokens = max_tokens
+        self.input_tokens = input_tokens
+
+    async def latest(self, conversation_id: int) -> Summary | None:
+        async with self._sessionmaker() as session:
+            return await _latest(session, conversation_id)
+
+    async def summary_text(self, conversation_id: int, *, rows: int = 2) -> str | None:
+        """The newest summary rows (oldest first) as one text, for the prompt."""
+        async with self._sessionmaker() as session:
+            return await summary_text(session, conversation_id, rows=rows)
+
+    async def maybe_update(
+        self, conversation_id: int, *, cfg: ModelConfig | None, personality_name: str = "the character"
+    ) -> SummaryUpdate | None:
+        """Update the rolling summary if it is due; None when not due or when someone else moved first."""
+        async with self._sessionmaker() as session:
+            latest = await _latest(session, conversation_id)
+            after = latest.last_message_id if latest is not None else 0
+            new = (
+                await session.scalars(
+                    select(Message)
+                    .where(Message.conversation_id == conversation_id, Message.id > after)
+                    .order_by(Message.id)
+                )
+            ).all()
+        if len(new) < self.min_messages:
+            return None
+        tokens = sum(m.token_count or approx_tokens(m.content) for m in new)
+        if tokens < self.threshold_tokens:
+            return None
+        cumulative = latest is not None and latest.token_count < self.max_tokens
+        previous = latest.content if cumulative and latest is not None else None
+        transcript = _keep_recent_lines(_render(new, personality_name), self.input_tokens)
+        content, summarizer = await self._summarize(previous, transcript, cfg, personality_name)
+        if not content:
+            return None
+        token_count = approx_tokens(content)
+        title = await self._title(content, cfg)
+        first_id, last_id = new[0].id, new[-1].id
+        async with self._sessionmaker.begin() as session:
+            # Written only if nothing moved since we read: a concurrent pass or a reset wins.
+            current = await _latest(session, conversation_id)
+            current_last = current.last_message_id if current is not None else 0
+            if current_last != after or (current is None) != (latest is None):
+                return None
+            if cumulative and current is not None:
+                await session.execute(
+                    update(Summary)
+                    .where(Summary.id == current.id)
+                    .values(
+                        content=content,
+                        token_count=token_count,
+                        last_message_id=last_id,
+                        message_count=current.message_count + len(new),
+                        summarizer=summarizer,
+                    )
+                )
+                row_id, created = current.id, False
+                first_id, count = current.first_message_id, current.message_count + len(new)
+            else:
+                row = Summary(
+                    conversation_id=conversation_id,
+                    content=content,
+                    token_count=token_count,
+                    first_message_id=first_id,
+                    last_message_id=last_id,
+                    message_count=len(new),
+                    summarizer=summarizer,
+                )
+                session.add(row)
+                await session.flush()
+                row_id, created, count = row.id, True, len(new)
+            if title:
+                await session.execute(
+                    update(Conversation).where(Conversation.id == conversation_id).values(title=title)
+                )
+        return SummaryUpdate(row_id, created, first_id, last_id, count, token_count, summarizer, title)
+
+    async def _summarize(
+        self, previous: str | None, transcript: str, cfg: ModelConfig | None, personality_name: str
+    ) -> tuple[str, str]:
+        source = (f"Previous summary:\n{previous}\n\nNew messages:\n" if previous else "") + transcript
+        if cfg is not None and self._llm is not None:
+            task = (
+                "Update the previous summary with the new messages into one summary."
+                if previous
+                else "Summarize these messages."
+            )
+            messages = [
+                {"role": "system", "content": SUMMARY_PROMPT.format(personality=personality_name)},
+                {"role": "user", "content": f"{source}\n\n{task} At most {self.max_tokens * 3 // 4} words."},
+            ]
+            try:
+                text = clean_summary_output(
+                    await self._llm.complete(cfg, messages, max_tokens=self.max_tokens)
+                )
+            except (LLMUnavailableError, LLMConfigError) as exc:
+                log.warning("Rolling summary via %s failed, using the extractive summary: %s", cfg.model, exc)
+            else:
+                if text:
+                    return text, cfg.model
+        text = ((previous + "\n") if previous else "") + transcript
+        return extractive_summary(text, self.max_tokens), EXTRACTIVE
+
+    async def _title(self, summary: str, cfg: ModelConfig | None) -> str:
+        if cfg is not None and self._llm is not None:
+            messages = [
+                {"role": "system", "content": TITLE_PROMPT},
+                {"role": "user", "content": summary},
+            ]
+            try:
+                title = clean_summary_output(await self._llm.complete(cfg, messages, max_tokens=24))
+            except (LLMUnavailableError, LLMConfigError) as exc:
+                log.warning("Title via %s failed: %s", cfg.model, exc)
+            else:
+                title = " ".join(title.split()).strip("\"'“”.")
+                if title:
+                    return title[:MAX_TITLE_CHARS]
+        return fallback_title(summary)
+
+
+async def _latest(session: AsyncSession, conversation_id: int) -> Summary | None:
+    return await session.scalar(
+        select(Summary).where(Summary.conversation_id == conversation_id).order_by(Summary.id.desc()).limit(1)
+    )
+
+
+async def summary_text(session: AsyncSession, conversation_id: int, *, rows: int = 2) -> str | None:
+    """The newest summary rows (oldest first) as one text, for the prompt; None without a summary."""
+    found = (
+        await session.scalars(
+            select(Summary)
+            .where(Summary.conversation_id == conversation_id)
+            .order_by(Summary.id.desc())
+            .limit(rows)
+        )
+    ).all()
+    if not found:
+        return None
+    return "\n\n".join(s.content for s in reversed(found))

@@ -1,0 +1,382 @@
+"""The chat cog driven through dpytest's fake gateway, with the real services behind it:
+rolled-back PostgreSQL, Qdrant Edge, the local embedder, and the chat LLM over HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+from unittest.mock import AsyncMock, MagicMock
+
+import discord
+import discord.ext.test as dpytest
+import pytest
+from discord.ext.test import backend, factories
+from sqlalchemy import select
+
+from bot.client import PersonaeBot
+from bot.cogs.chat import ChatCog, PlainSender, WebhookSender
+from memory.chat import UNAVAILABLE_REPLY, Cooldown
+from models import Message, Personality
+from tests.llm_server import Fail, LLMTestServer
+
+
+@pytest.fixture
+async def bot(runtime: Any) -> AsyncIterator[PersonaeBot]:
+    client = PersonaeBot(runtime=runtime)
+    await client._async_setup_hook()
+    # dpytest builds members from its own cache; the real bot needs no members intent (a message carries
+    # its author), but dpytest's fake guild can only hand out members it cached.
+    intents = client.intents
+    intents.members = True
+    client._connection._intents = intents
+    client._connection.member_cache_flags = discord.MemberCacheFlags.from_intents(intents)
+    dpytest.configure(client, members=["Alice", "Bob"])
+    client._connection.loop = asyncio.get_running_loop()  # dpytest leaves it unset; typing() needs it
+    # No catch-up timer: the test database is one connection, used by one task at a time.
+    await client.add_cog(ChatCog(client, runtime.chat, settings=runtime.settings, catch_up_interval=None))
+    yield client
+    await client.remove_cog("ChatCog")
+    await dpytest.empty_queue()
+
+
+@pytest.fixture
+def cog(bot: PersonaeBot) -> ChatCog:
+    found = bot.get_cog("ChatCog")
+    assert isinstance(found, ChatCog)
+    return found
+
+
+@pytest.fixture
+async def lilith(runtime: Any) -> Personality:
+    personality, _ = await runtime.personalities.create("Lilith", prompt="You are Lilith.")
+    runtime.chat.forget_cached_personalities()
+    return personality
+
+
+@pytest.fixture
+async def sage(runtime: Any) -> Personality:
+    personality, _ = await runtime.personalities.create("Sage", prompt="You are Sage.")
+    runtime.chat.forget_cached_personalities()
+    return personality
+
+
+@pytest.fixture
+def payloads(bot: PersonaeBot) -> list[dict[str, Any]]:
+    """Every message payload the bot sent through the (fake) HTTP client."""
+    seen: list[dict[str, Any]] = []
+    original = bot.http.send_message
+
+    async def spy(channel_id: int, *, params: Any) -> Any:
+        seen.append(params.payload)
+        channel = sys._getframe(1).f_locals.get("channel")  # dpytest reads its caller's `channel`
+        assert channel is not None
+        return await original(channel_id, params=params)
+
+    bot.http.send_message = spy  # type: ignore[method-assign]
+    return seen
+
+
+async def say(content: str, **kwargs: Any) -> discord.Message:
+    """Send as a user and let the after-reply work finish (it shares the test's one connection)."""
+    message = await dpytest.message(content, **kwargs)
+    cog = dpytest.get_config().client.get_cog("ChatCog")
+    assert isinstance(cog, ChatCog)
+    await cog.wait_idle()
+    return message
+
+
+def sent_messages() -> list[discord.Message]:
+    out = []
+    while not dpytest.sent_queue.empty():
+        out.append(dpytest.get_message())
+    return out
+
+
+async def bind(runtime: Any, personality: Personality, channel: Any) -> None:
+    guild = getattr(channel, "guild", None)
+    await runtime.bindings.bind(
+        personality_id=personality.id,
+        channel_id=str(channel.id),
+        guild_id=str(guild.id) if guild else None,
+        user_id="1",
+    )
+
+
+async def rows(runtime: Any) -> list[Message]:
+    async with runtime.sessionmaker() as session:
+        return list((await session.scalars(select(Message).order_by(Message.id))).all())
+
+
+def raw_message(content: str, channel: Any, author: Any, **extra: Any) -> discord.Message:
+    """A message dpytest can't build itself (a reply, a webhook post), parsed like a gateway event."""
+    data = factories.make_message_dict(channel, author, content=content, **extra)
+    reference = extra.get("message_reference")
+    if reference is not None:
+        data["message_reference"] = reference
+    state = backend.get_state()
+    state.parse_message_create(data)
+    backend._cur_config.messages.setdefault(channel.id, []).append(data)
+    return state._get_message(data["id"])
+
+
+async def test_bound_channel_answers_as_the_personality_in_bold_without_webhooks(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Welcome to the library."
+    channel = dpytest.get_config().channels[0]
+    await bind(runtime, lilith, channel)
+    user_message = await say("hello there", channel=channel)
+    await cog.wait_idle()
+    [reply] = sent_messages()
+    assert reply.content == "**Lilith**\nWelcome to the library."
+    stored = await rows(runtime)
+    assert [(m.role, m.external_id, m.content) for m in stored] == [
+        ("user", str(user_message.id), "hello there"),
+        ("assistant", str(reply.id), "Welcome to the library."),
+    ]
+
+
+async def test_messages_that_address_nobody_are_ignored(
+    bot: PersonaeBot, runtime: Any, lilith: Personality
+) -> None:
+    await say("just chatting about lilith", channel=0)
+    assert sent_messages() == []
+    assert await rows(runtime) == []
+
+
+async def test_two_personalities_in_one_channel(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, sage: Personality
+) -> None:
+    channel = dpytest.get_config().channels[0]
+    await bind(runtime, lilith, channel)
+    await bind(runtime, sage, channel)
+    await say("Sage, how is the garden?", channel=channel)
+    await say("@Lilith any new maps?", channel=channel)
+    await say("and you?", channel=channel)  # no name: the first binding answers
+    await cog.wait_idle()
+    names = [m.content.split("\n", 1)[0] for m in sent_messages()]
+    assert names == ["**Sage**", "**Lilith**", "**Lilith**"]
+
+
+async def test_bot_and_webhook_messages_never_get_an_answer(
+    bot: PersonaeBot, runtime: Any, lilith: Personality
+) -> None:
+    channel = dpytest.get_config().channels[0]
+    await bind(runtime, lilith, channel)
+    me = channel.guild.me
+    await say("Lilith, talk to yourself", channel=channel, member=me)
+    raw_message("Lilith, hi from a webhook", channel, dpytest.get_config().members[0], webhook_id=4242)
+    await dpytest.run_all_events()
+    other_bot = backend.make_user("OtherBot", "0001")
+    other_bot._state  # noqa: B018 - a plain user; mark it as a bot below
+    other_bot.bot = True
+    raw_message("Lilith, I am a bot", channel, other_bot)
+    await dpytest.run_all_events()
+    assert sent_messages() == []
+    assert await rows(runtime) == []
+
+
+async def test_model_output_never_pings(
+    bot: PersonaeBot,
+    cog: ChatCog,
+    runtime: Any,
+    lilith: Personality,
+    llm_server: LLMTestServer,
+    payloads: list[dict[str, Any]],
+) -> None:
+    llm_server.responder = lambda body: "@everyone look! <@123> and <@&456> too"
+    await say("Lilith, ping people", channel=0)
+    await cog.wait_idle()
+    [reply] = sent_messages()
+    assert "@everyone" in reply.content
+    assert payloads and all(p["allowed_mentions"] == {"parse": []} for p in payloads)
+
+
+async def test_long_replies_are_split_and_each_part_stored(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    paragraph = "The northern maps were drawn by monks who never saw the sea. " * 20
+    llm_server.responder = lambda body: f"{paragraph.strip()}\n\n{paragraph.strip()}\n\n{paragraph.strip()}"
+    await say("Lilith, tell me everything", channel=0)
+    await cog.wait_idle()
+    parts = sent_messages()
+    assert len(parts) >= 2
+    assert all(len(p.content) <= 2000 for p in parts)
+    assistant = [m for m in await rows(runtime) if m.role == "assistant"]
+    assert [m.external_id for m in assistant] == [str(p.id) for p in parts]
+
+
+async def test_llm_failure_sends_a_notice_and_keeps_the_message(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    runtime.llm.backoff_base = 0.0
+    llm_server.script(Fail(500), Fail(500))
+    await say("Lilith, are you there?", channel=0)
+    await cog.wait_idle()
+    [notice] = sent_messages()
+    assert UNAVAILABLE_REPLY in notice.content
+    assert [m.role for m in await rows(runtime)] == ["user"]
+
+
+async def test_cooldown_sends_one_polite_notice(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality
+) -> None:
+    cog.cooldown = Cooldown(messages=1, seconds=60)
+    await say("Lilith, one", channel=0)
+    await say("Lilith, two", channel=0)
+    await say("Lilith, three", channel=0)
+    await cog.wait_idle()
+    contents = [m.content for m in sent_messages()]
+    assert len(contents) == 2
+    assert "a little fast" in contents[1]
+    assert [m.content for m in await rows(runtime) if m.role == "user"] == ["Lilith, one"]
+
+
+async def test_dm_with_a_chosen_personality(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, sage: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Hello from the garden."
+    member = dpytest.get_config().members[0]
+    dm = await member.create_dm()
+    await say("hi", channel=dm, member=member)
+    assert sent_messages() == []  # no personality chosen in this DM yet
+    await bind(runtime, sage, dm)
+    await say("hi again", channel=dm, member=member)
+    await cog.wait_idle()
+    [reply] = sent_messages()
+    assert reply.content == "**Sage**\nHello from the garden."
+    conversation_rows = await rows(runtime)
+    assert [m.content for m in conversation_rows] == ["hi again", "Hello from the garden."]
+
+
+async def test_remembered_exchange_gets_a_reaction(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "A dog called Biscuit, how lovely."
+    # dpytest's own reaction handler predates discord.py 2.7's payload; record the HTTP call instead.
+    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
+    user_message = await say("Lilith, my dog is called Biscuit.", channel=0)
+    bot.http.add_reaction.assert_awaited_once_with(user_message.channel.id, user_message.id, "📝")
+
+
+async def test_failed_formation_adds_no_reaction_and_is_retried(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
+    memory = runtime.memory
+    real_form = memory.form_pending
+    monkeypatch.setattr(memory, "form_pending", AsyncMock(side_effect=RuntimeError("index down")))
+    user_message = await say("Lilith, remember the lighthouse on Friday.", channel=0)
+    bot.http.add_reaction.assert_not_awaited()
+    # The catch-up pass (on start and on a timer) forms it later; the message was never marked done.
+    monkeypatch.setattr(memory, "form_pending", real_form)
+    assert await cog.catch_up() == 1
+    assert str(user_message.id) in [
+        i for m in await memory.export(user_id=str(user_message.author.id)) for i in m["source_message_ids"]
+    ]
+
+
+async def test_no_reaction_when_disabled(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality
+) -> None:
+    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
+    cog.settings = cog.settings.model_copy(update={"remembered_reaction": ""})
+    await say("Lilith, remember this quietly.", channel=0)
+    bot.http.add_reaction.assert_not_awaited()
+
+
+def fake_webhook(ids: list[int]) -> MagicMock:
+    webhook = MagicMock(spec=discord.Webhook)
+    webhook.name = "TestBot personalities"
+    webhook.token = "token"
+
+    async def send(content: str, **kwargs: Any) -> MagicMock:
+        sent = MagicMock(spec=discord.WebhookMessage)
+        sent.id = 9_000_000 + len(ids)
+        sent.content = content
+        ids.append(sent.id)
+        return sent
+
+    webhook.send = AsyncMock(side_effect=send)
+    return webhook
+
+
+async def test_webhook_path_and_reply_routing(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, sage: Personality
+) -> None:
+    channel = dpytest.get_config().channels[0]
+    # Manage Webhooks granted in this channel (through @everyone: dpytest's member overwrites lack a type).
+    await dpytest.set_permission_overrides(channel.guild.default_role, channel, manage_webhooks=True)
+    assert channel.permissions_for(channel.guild.me).manage_webhooks
+    ids: list[int] = []
+    webhook = fake_webhook(ids)
+    sender = cog.webhook_sender
+    assert isinstance(sender, WebhookSender)
+    sender._webhooks[channel.id] = webhook
+    await say("Lilith, hello", channel=channel)
+    await cog.wait_idle()
+    assert sent_messages() == []  # nothing through the bot's own account
+    kwargs = webhook.send.await_args.kwargs
+    assert kwargs["username"] == "Lilith"
+    assert kwargs["allowed_mentions"].to_dict() == {"parse": []}
+    assert kwargs["wait"] is True
+    # A reply to Lilith's webhook message goes to Lilith, even with Sage bound to the channel.
+    await bind(runtime, sage, channel)
+    member = dpytest.get_config().members[0]
+    reference = {"message_id": ids[0], "channel_id": channel.id, "guild_id": channel.guild.id}
+    raw_message("and then?", channel, member, message_reference=reference)
+    await dpytest.run_all_events()
+    await cog.wait_idle()
+    assert webhook.send.await_count == 2
+    assert webhook.send.await_args.kwargs["username"] == "Lilith"
+
+
+async def test_webhook_sender_reuses_one_webhook_and_uses_the_parent_for_threads() -> None:
+    ids: list[int] = []
+    existing = fake_webhook(ids)
+    parent = MagicMock(spec=discord.TextChannel)
+    parent.id = 10
+    parent.webhooks = AsyncMock(return_value=[existing])
+    parent.create_webhook = AsyncMock()
+    thread = MagicMock(spec=discord.Thread)
+    thread.id = 11
+    thread.parent = parent
+    sender = WebhookSender("TestBot personalities")
+    await sender.send(parent, "one", name="Lilith", avatar_url="https://example.com/a.png")
+    await sender.send(thread, "two", name="Lilith", avatar_url=None)
+    parent.webhooks.assert_awaited_once()
+    parent.create_webhook.assert_not_awaited()
+    assert existing.send.await_args_list[0].kwargs["avatar_url"] == "https://example.com/a.png"
+    assert existing.send.await_args_list[1].kwargs["thread"] is thread
+
+
+async def test_webhook_sender_creates_a_webhook_when_none_is_ours() -> None:
+    ids: list[int] = []
+    created = fake_webhook(ids)
+    foreign = MagicMock(spec=discord.Webhook)
+    foreign.name = "someone else"
+    foreign.token = "t"
+    channel = MagicMock(spec=discord.TextChannel)
+    channel.id = 20
+    channel.webhooks = AsyncMock(return_value=[foreign])
+    channel.create_webhook = AsyncMock(return_value=created)
+    sent = await WebhookSender("TestBot personalities").send(
+        channel, "x" * 4500, name="Sage", avatar_url=None
+    )
+    channel.create_webhook.assert_awaited_once_with(name="TestBot personalities")
+    assert len(sent) == 3
+
+
+async def test_plain_sender_keeps_the_header_within_the_limit() -> None:
+    channel = MagicMock(spec=discord.TextChannel)
+    channel.send = AsyncMock(side_effect=lambda content, **kwargs: MagicMock(content=content))
+    sent = await PlainSender().send(channel, "y" * 3990, name="Lilith", avatar_url=None)
+    contents = [call.args[0] for call in channel.send.await_args_list]
+    assert contents[0].startswith("**Lilith**\n")
+    assert all(len(c) <= 2000 for c in contents)
+    assert len(sent) == 3
+    assert all(
+        call.kwargs["allowed_mentions"].to_dict() == {"parse": []} for call in channel.send.await_args_list
+    )
