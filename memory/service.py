@@ -648,16 +648,24 @@ class MemoryService:
     async def reindex(
         self, *, personality_id: int | None = None, progress: ProgressCallback | None = None, batch: int = 256
     ) -> int:
-        """Rebuild the index from Postgres (re-embedding with the current model); returns memories indexed."""
-        await self._ensure_collection()
+        """Rebuild the index from Postgres (re-embedding with the current model); returns memories indexed.
+
+        For all personalities the collection is recreated empty first, so a new EMBEDDING_MODEL of
+        another dimension works; for one personality its points are rewritten in place.
+        """
         query = select(Memory.id).where(Memory.state != MemoryState.DELETED.value)
         if personality_id is not None:
             query = query.where(Memory.personality_id == personality_id)
         async with self._sessionmaker() as session:
             live = set((await session.scalars(query)).all())
-        stale = await self._index.ids(personality_id) - live
-        if stale:
-            await self._index.delete(sorted(stale))
+        if personality_id is None:
+            await self._index.recreate(self._embedder.dimension)
+            self._collection_ready = True
+        else:
+            await self._ensure_collection()
+            stale = await self._index.ids(personality_id) - live
+            if stale:
+                await self._index.delete(sorted(stale))
         ordered = sorted(live)
         for start in range(0, len(ordered), batch):
             ids = ordered[start : start + batch]

@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,6 +108,10 @@ class VectorIndex(Protocol):
         flt: RecallFilter,
         limit: int,
     ) -> list[ScoredId]: ...
+
+    async def recreate(self, dense_dim: int) -> None:
+        """Drop every point and start an empty collection of dense_dim (a full rebuild, a new model)."""
+        ...
 
     async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]: ...
 
@@ -215,6 +220,19 @@ class EdgeVectorIndex:
                 await asyncio.to_thread(self._check_dimension, self._shard, dense_dim)
                 self._start_optimizing()
             self._dense_dim = dense_dim
+
+    async def recreate(self, dense_dim: int) -> None:
+        """Drop the shard and create an empty one of dense_dim."""
+        async with self._setup_lock:
+            if self._optimizing is not None:
+                await asyncio.shield(self._optimizing)
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                await asyncio.to_thread(shard.close)
+            await asyncio.to_thread(shutil.rmtree, self._shard_path, True)
+            self._shard = await asyncio.to_thread(self._create_shard, dense_dim)
+            self._dense_dim = dense_dim
+            self._written_since_optimize = 0
 
     def _create_shard(self, dense_dim: int) -> edge.EdgeShard:
         config = edge.EdgeConfig(
@@ -446,6 +464,14 @@ class QdrantServerIndex:
     async def ensure_collection(self, dense_dim: int) -> None:
         """Create the collection and its payload indexes, or check that the existing one fits dense_dim."""
         async with self._setup_lock:
+            await self._setup(dense_dim)
+
+    async def recreate(self, dense_dim: int) -> None:
+        """Delete the collection and create an empty one of dense_dim."""
+        async with self._setup_lock:
+            if await self._client.collection_exists(self._collection):
+                await self._client.delete_collection(self._collection)
+            self._dense_dim = None
             await self._setup(dense_dim)
 
     async def _setup(self, dense_dim: int) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
-from memory.embedder import Embedder
+from memory.embedder import Embedder, make_embedder
 from memory.llm import LLMClient
 from memory.personalities import PersonalityService
 from memory.service import MemoryService
@@ -581,3 +581,24 @@ async def test_two_workers_never_form_the_same_exchange(
         assert len(llm_server.requests) == 18  # no exchange summarized twice
     finally:
         await index.close()
+
+
+async def test_reindex_after_changing_the_embedding_model(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    index: VectorIndex,
+    service: MemoryService,
+    llm_client: LLMClient,
+    llm_server: LLMTestServer,
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    await add_chat(sessionmaker, p, [("user", "My cat Pixel is grey"), ("assistant", "Hello Pixel")])
+    await service.form_pending()
+    # A different model with another dimension (the test server's 64-d embeddings over HTTP).
+    other = make_embedder("openai/test-embedding", api_base=llm_server.base_url, api_key="k", dimension=64)
+    switched = make_service(sessionmaker, index, other, llm_client, None)
+    assert await switched.reindex() == 1
+    [memory] = await memories(sessionmaker)
+    assert memory.embedding_model == other.model_name and memory.state == "indexed"
+    assert not (await switched.check_drift()).drift
+    found = await switched.recall(personality_id=p.id, user_id="u1", query="Pixel")
+    assert [m.id for m in found] == [memory.id]

@@ -389,3 +389,14 @@ async def test_open_vector_index_chooses_by_qdrant_url(
         assert await server.count() == 0
     finally:
         await server.close()
+
+
+async def test_recreate_empties_and_changes_dimension(index: VectorIndex) -> None:
+    await index.upsert([point(axis(0)), point(axis(1))])
+    assert await index.count() == 2
+    await index.recreate(DIM * 2)
+    assert await index.count() == 0
+    wider = point([1.0] + [0.0] * (DIM * 2 - 1))
+    await index.upsert([wider])
+    assert await index.ids() == {wider.id}
+    await index.ensure_collection(DIM * 2)  # the new dimension is now the expected one
