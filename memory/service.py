@@ -297,18 +297,17 @@ class MemoryService:
     async def _form_conversation_batch(
         self, session: AsyncSession, conversation: Conversation, mode_override: MemoryMode | None
     ) -> tuple[FormationReport, list[IndexPoint]] | None:
-        pending = [
-            _logged(m)
-            for m in (
-                await session.scalars(
-                    select(Message)
-                    .where(Message.conversation_id == conversation.id, Message.memory_processed_at.is_(None))
-                    .order_by(Message.id)
-                )
-            ).all()
-        ]
+        pending_query = (
+            select(Message)
+            .where(Message.conversation_id == conversation.id, Message.memory_processed_at.is_(None))
+            .order_by(Message.id)
+        )
+        # Read a window, not a whole imported history; it may cut the last exchange short.
+        window = self._batch_size * 16
+        pending = [_logged(m) for m in (await session.scalars(pending_query.limit(window))).all()]
         if not pending:
             return None
+        truncated = len(pending) == window
         history = [
             _logged(m)
             for m in reversed(
@@ -324,6 +323,15 @@ class MemoryService:
         ]
         grouping = group_exchanges(pending, history=history)
         exchanges = grouping.exchanges[: self._batch_size]
+        if truncated and len(exchanges) == len(grouping.exchanges):
+            # The window may end inside the last exchange's reply: leave that one for the next batch,
+            # or read everything when it is the only one (a reply split into very many parts).
+            if len(exchanges) > 1:
+                exchanges = exchanges[:-1]
+            else:
+                pending = [_logged(m) for m in (await session.scalars(pending_query)).all()]
+                grouping = group_exchanges(pending, history=history)
+                exchanges = grouping.exchanges[: self._batch_size]
         if not exchanges:
             if grouping.orphans and not grouping.waiting:
                 await _mark_processed(session, conversation.id, grouping.orphans[-1].id)
