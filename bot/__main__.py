@@ -16,7 +16,7 @@ async def _serve(settings: Settings) -> None:
     from bot.runtime import open_runtime
 
     assert settings.discord_token is not None
-    async with open_runtime(settings) as runtime, PersonaeBot(runtime=runtime) as bot:
+    async with open_runtime(settings, with_memory=True) as runtime, PersonaeBot(runtime=runtime) as bot:
         await bot.start(settings.discord_token.get_secret_value())
 
 
