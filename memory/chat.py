@@ -300,6 +300,9 @@ class ChatService:
             if cfg is not None:
                 if recall is None:
                     recall = self._start_recall(request)
+                    if recall is not None and not self.overlap_recall:
+                        # One connection serves one query at a time: finish recall before the prompt reads.
+                        await asyncio.wait([recall])
                 prepared.context = await self.build_prompt(prepared, recall)
                 recall = None
             return prepared

@@ -247,3 +247,28 @@ async def test_terminal_chat_without_a_model_names_the_variable(runtime: Any, li
     runtime.chat = ChatService(runtime.sessionmaker, llm=LLMClient())
     with pytest.raises(CommandError, match="CHAT_MODEL"):
         await cmd_chat(argparse.Namespace(personality="lilith", user="1", name="Sam"), runtime)
+
+
+async def test_recall_overlaps_the_database_work_on_a_pool(
+    committed_sessionmaker: Any, engine: Any, embedder: Any, llm_server: LLMTestServer, tmp_path: Any
+) -> None:
+    from bot.runtime import build_memory_services
+    from memory.settings import load_settings
+
+    settings = load_settings(
+        personae_data_dir=tmp_path / "data",
+        chat_model="openai/test-chat",
+        chat_api_base=llm_server.base_url,
+        chat_api_key="test",
+        llm_timeout=5.0,
+    )
+    async with build_memory_services(settings, engine, committed_sessionmaker, embedder=embedder) as pooled:
+        assert pooled.chat.overlap_recall
+        lilith, _ = await pooled.personalities.create("Lilith")
+        llm_server.responder = lambda body: "Noted."
+        first = await pooled.chat.reply(
+            request(lilith, "My favourite tea is lapsang souchong."), reply_id="t1"
+        )
+        await pooled.chat.after_reply(first.prepared.conversation_id)
+        await pooled.chat.reply(request(lilith, "Which tea do I like?"))
+        assert "lapsang souchong" in llm_server.requests[-1]["messages"][0]["content"]
