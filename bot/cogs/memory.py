@@ -75,6 +75,15 @@ class MemoryCog(commands.GroupCog, group_name="memory", group_description="Your 
             if mode is not None:
                 lines.append(f"Stored as: {mode} (set by {source})")
             lines.append(f"Summarizer model: {cfg.model if cfg else 'none (extractive summaries)'}")
+            if self.runtime.chat is not None:
+                title = await self.runtime.chat.conversation_title(
+                    personality_id=p.id,
+                    guild_id=str(interaction.guild_id) if interaction.guild_id else None,
+                    channel_id=str(interaction.channel_id) if interaction.channel_id else None,
+                    user_id=uid,
+                )
+                if title:
+                    lines.append(f"Conversation here: {title}")
         else:
             general = await self.user_settings.get(uid)
             enabled = general.memory_enabled if general else None

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from memory.conversations import Venue, find_conversation
 from memory.importer import parse_transcript
-from models import Memory, Personality, Summary, UserSettings
+from models import Conversation, Memory, Personality, Summary, UserSettings
 from tests.bot.interactions import DiscordHarness, open_harness
 from tests.bot.seeding import seed_memories
 
@@ -199,6 +199,14 @@ async def test_reset_clears_the_rolling_summary_here(
                 summarizer="extractive",
             )
         )
+    async with runtime.sessionmaker.begin() as session:
+        await session.execute(
+            update(Conversation)
+            .where(Conversation.id == conversation.id)
+            .values(title="Biscuit's beach days")
+        )
+    status = await harness.command("memory status", user=ALICE, guild=GUILD, channel=501, personality="sage")
+    assert "Conversation here: Biscuit's beach days" in status.text
     elsewhere = await harness.command(
         "memory reset", user=ALICE, guild=GUILD, channel=999, personality="sage"
     )
