@@ -127,16 +127,13 @@ class PersonalityService:
     def require_binder(
         self, personality: Personality, user_id: str, *, in_guild: bool, can_manage_channel: bool
     ) -> None:
-        """Binding to a channel needs Manage Channels there; in DMs, ownership of the personality."""
-        if in_guild:
-            if not can_manage_channel and not self.is_admin(user_id):
-                raise PermissionDeniedError(
-                    "You need the Manage Channels permission in this channel to do that."
-                )
-        elif not self.can_manage(personality, user_id):
-            raise PermissionDeniedError(
-                f"In direct messages only the owner of {personality.display_name} can do that."
-            )
+        """Binding to a guild channel needs Manage Channels there (or bot admin).
+
+        A DM belongs to the one user in it, who may choose any personality to talk to there: that
+        choice is how a DM conversation starts, so it is not reserved to the personality's owner.
+        """
+        if in_guild and not can_manage_channel and not self.is_admin(user_id):
+            raise PermissionDeniedError("You need the Manage Channels permission in this channel to do that.")
 
     # ----------------------------------------------------------------------- models
 

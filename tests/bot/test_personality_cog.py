@@ -91,14 +91,14 @@ async def test_non_owner_is_refused_everywhere(harness: DiscordHarness, runtime:
         ),
         await harness.command("personality summarizer-prompt", user=OTHER, personality="lilith"),
         await harness.command("personality resummarize", user=OTHER, personality="lilith"),
-        await harness.command("personality activate", user=OTHER, personality="lilith", channel=501),
     ]
     for invocation in refusals:
         assert invocation.reply.ephemeral
-        assert (
-            "Only the owner of Lilith" in invocation.text
-            or "In direct messages only the owner" in invocation.text
-        )
+        assert "Only the owner of Lilith" in invocation.text
+    no_permission = await harness.command(
+        "personality activate", user=OTHER, personality="lilith", guild=GUILD, channel=501
+    )
+    assert no_permission.reply.ephemeral and "Manage Channels" in no_permission.text
     row = await stored(runtime, "lilith")
     assert row is not None
     assert (row.system_prompt, row.memory_mode, row.summarizer_model) == ("You are Lilith.", "verbatim", None)
@@ -330,13 +330,14 @@ async def test_activate_needs_manage_channels_in_guilds(harness: DiscordHarness,
         assert await session.scalar(select(ChannelBinding)) is None
 
 
-async def test_activate_in_dms_needs_ownership(harness: DiscordHarness, runtime: Any) -> None:
+async def test_any_user_chooses_a_personality_in_their_own_dm(harness: DiscordHarness, runtime: Any) -> None:
     await create(harness, "Lilith")
-    refused = await harness.command("personality activate", user=OTHER, channel=601, personality="lilith")
-    assert "only the owner" in refused.text
-    done = await harness.command("personality activate", user=OWNER, channel=601, personality="lilith")
-    assert "now answers" in done.text
+    chosen = await harness.command("personality activate", user=OTHER, channel=601, personality="lilith")
+    assert "now answers" in chosen.text
     assert [p.name for p in await runtime.bindings.bound_personalities(["601"])] == ["lilith"]
+    left = await harness.command("personality deactivate", user=OTHER, channel=601, personality="lilith")
+    assert "no longer answers" in left.text
+    assert await runtime.bindings.bound_personalities(["601"]) == []
 
 
 async def test_resummarize_runs_in_background_with_progress(harness: DiscordHarness, runtime: Any) -> None:
