@@ -12,12 +12,22 @@ log = logging.getLogger(__name__)
 
 
 async def _serve(settings: Settings) -> None:
+    import aiohttp
+
     from bot.client import PersonaeBot
     from bot.runtime import open_runtime
 
     assert settings.discord_token is not None
     async with open_runtime(settings, with_memory=True) as runtime, PersonaeBot(runtime=runtime) as bot:
-        await bot.start(settings.discord_token.get_secret_value())
+        try:
+            await bot.start(settings.discord_token.get_secret_value())
+        except aiohttp.ClientConnectionError as exc:
+            # Raised as its own type so it is not mistaken for the database being unreachable.
+            raise DiscordUnreachableError(str(exc)) from exc
+
+
+class DiscordUnreachableError(Exception):
+    """discord.com could not be reached at all (network, DNS, proxy)."""
 
 
 def run_bot(settings: Settings) -> int:
@@ -34,6 +44,9 @@ def run_bot(settings: Settings) -> int:
             "personae: enable the Message Content intent for the bot in the developer portal.",
             file=sys.stderr,
         )
+        return 1
+    except DiscordUnreachableError as exc:
+        print(f"personae: Cannot reach Discord: {exc}. Check this machine's network access.", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
