@@ -1,0 +1,87 @@
+"""`personae chat` as a user runs it: a real subprocess talking to the OpenAI-compatible test server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+from models import Message
+from models.database import create_engine, create_sessionmaker
+from tests.llm_server import LLMTestServer
+
+
+async def personae(*args: str, env: dict[str, str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin), timeout=180)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def environment(database_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHAT_", "SUMMARIZER_", "DATABASE_"))}
+    env.update(DATABASE_URL=database_url, PERSONAE_DATA_DIR=str(tmp_path / "data"), **extra)
+    return env
+
+
+async def test_terminal_chat_is_stored_like_discord(
+    scratch_database_url: str, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    llm_server.responder = lambda body: "Biscuit is a fine name. *adjusts glasses*"
+    env = environment(
+        scratch_database_url,
+        tmp_path,
+        CHAT_MODEL="openai/test-chat",
+        CHAT_API_BASE=llm_server.base_url,
+        CHAT_API_KEY="test",
+    )
+    code, _, err = await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
+    assert code == 0, err
+    code, out, err = await personae(
+        "chat",
+        "--personality",
+        "lilith",
+        "--user",
+        "42",
+        env=env,
+        cwd=tmp_path,
+        stdin=b"My dog is called Biscuit\n/quit\n",
+    )
+    assert code == 0, err
+    assert "Chatting with Lilith" in out
+    assert "Biscuit is a fine name." in out
+    sent = llm_server.requests[-1]["messages"]
+    assert sent[0]["role"] == "system" and "Lilith" in sent[0]["content"]
+    assert sent[-1]["role"] == "user" and "My dog is called Biscuit" in sent[-1]["content"]
+    engine = create_engine(scratch_database_url)
+    try:
+        async with create_sessionmaker(engine)() as session:
+            rows = (await session.scalars(select(Message).order_by(Message.id))).all()
+    finally:
+        await engine.dispose()
+    assert [m.role for m in rows] == ["user", "assistant"]
+    assert (rows[0].author_id, rows[0].content) == ("42", "My dog is called Biscuit")
+    assert rows[1].content.startswith("Biscuit is a fine name.")
+
+
+async def test_terminal_chat_without_model_names_the_variable(
+    scratch_database_url: str, tmp_path: Path
+) -> None:
+    env = environment(scratch_database_url, tmp_path)
+    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
+    code, _, err = await personae("chat", "--personality", "lilith", env=env, cwd=tmp_path, stdin=b"hi\n")
+    assert code == 1
+    assert "CHAT_MODEL" in err and "Traceback" not in err
