@@ -9,12 +9,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memory.bindings import BindingService
 from memory.llm_configs import LLMConfigService
 from memory.personalities import PersonalityService
 from memory.settings import Settings
+from memory.types import ModelConfig
 from memory.user_settings import UserSettingsService
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
@@ -25,7 +27,6 @@ if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch)
     from memory.importer import TranscriptImporter
     from memory.llm import LLMClient
     from memory.service import MemoryService
-    from memory.types import ModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +59,33 @@ async def database_url(settings: Settings) -> str:
     return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir)
 
 
-def summarizer_model_config(settings: Settings) -> ModelConfig | None:
-    from memory.types import ModelConfig
-
-    if not settings.summarizer_model:
+def _deployment_model(
+    model: str | None,
+    api_base: str | None,
+    api_key: SecretStr | None,
+    *,
+    temperature: float,
+    max_tokens: int,
+    timeout: float,
+) -> ModelConfig | None:
+    if not model:
         return None
     return ModelConfig(
-        model=settings.summarizer_model,
-        api_base=settings.summarizer_api_base,
-        api_key=settings.summarizer_api_key.get_secret_value() if settings.summarizer_api_key else None,
+        model=model,
+        api_base=api_base,
+        api_key=api_key.get_secret_value() if api_key else None,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        timeout=timeout,
+    )
+
+
+def summarizer_model_config(settings: Settings) -> ModelConfig | None:
+    """The deployment's summarizer (SUMMARIZER_MODEL), or None for extractive summaries."""
+    return _deployment_model(
+        settings.summarizer_model,
+        settings.summarizer_api_base,
+        settings.summarizer_api_key,
         temperature=0.2,
         max_tokens=settings.summary_max_tokens,
         timeout=settings.llm_timeout,
@@ -87,14 +106,10 @@ def personality_service(
 
 def chat_model_config(settings: Settings) -> ModelConfig | None:
     """The deployment's chat model (CHAT_MODEL), or None when the bot cannot reply."""
-    from memory.types import ModelConfig
-
-    if not settings.chat_model:
-        return None
-    return ModelConfig(
-        model=settings.chat_model,
-        api_base=settings.chat_api_base,
-        api_key=settings.chat_api_key.get_secret_value() if settings.chat_api_key else None,
+    return _deployment_model(
+        settings.chat_model,
+        settings.chat_api_base,
+        settings.chat_api_key,
         temperature=0.8,
         max_tokens=512,
         timeout=settings.llm_timeout,

@@ -23,7 +23,7 @@ from sqlalchemy.orm import selectinload
 
 from memory.embedder import Embedder
 from memory.errors import InvalidInputError
-from memory.exchanges import Exchange, LoggedMessage, group_exchanges
+from memory.exchanges import Exchange, LoggedMessage, group_exchanges, render_lines
 from memory.formatting import (
     approx_tokens,
     fidelity_misses,
@@ -790,8 +790,6 @@ class MemoryService:
         ).all()
         if not messages:
             return memory.content
-        from memory.exchanges import render_lines
-
         return render_lines([_logged(m) for m in messages], personality_name=personality.display_name)
 
 
