@@ -19,17 +19,17 @@ from datetime import UTC, datetime, timedelta
 
 from bench._common import bench_database, describe_ms
 from bench.recall import QUERIES, load
-from memory.bindings import BindingService
-from memory.chat import ChatReply, ChatRequest, ChatService
+from memory.chat.rolling import RollingSummarizer
+from memory.chat.service import ChatReply, ChatRequest, ChatService
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
-from memory.embedder import LocalEmbedder
+from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.personalities import PersonalityService
-from memory.rolling import RollingSummarizer
+from memory.owners.bindings import BindingService
+from memory.owners.personalities import PersonalityService
+from memory.recall.embedders import LocalEmbedder
+from memory.recall.index import EdgeVectorIndex
 from memory.service import MemoryService
-from memory.summarizer import ExchangeSummarizer
 from memory.types import MessageRole, ModelConfig
-from memory.vector_index import EdgeVectorIndex
 
 CHANNELS = 20
 HISTORY = 60

@@ -15,14 +15,14 @@ import time
 
 from bench._common import bench_database
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
-from memory.embedder import LocalEmbedder
+from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.personalities import PersonalityService
+from memory.owners.personalities import PersonalityService
+from memory.recall.embedders import LocalEmbedder
+from memory.recall.index import EdgeVectorIndex
 from memory.service import MemoryService
-from memory.summarizer import ExchangeSummarizer
 from memory.types import MessageRole, ModelConfig
-from memory.vector_index import EdgeVectorIndex
-from tests.llm_server import LLMTestServer
+from testkit.llm_server import LLMTestServer
 
 NAMES = ["Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana"]
 PLACES = ["Porto", "Kyoto", "Lagos", "Quito", "Oslo", "Hanoi", "Tunis", "Perth"]

@@ -20,14 +20,14 @@ import numpy as np
 from sqlalchemy import insert
 
 from bench._common import bench_database, describe_ms
-from memory.embedder import LocalEmbedder
+from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.personalities import PersonalityService
+from memory.owners.personalities import PersonalityService
+from memory.recall.embedders import LocalEmbedder
+from memory.recall.index import EdgeVectorIndex
+from memory.recall.keywords import encode_sparse
 from memory.service import MemoryService
-from memory.sparse import encode_sparse
-from memory.summarizer import ExchangeSummarizer
 from memory.types import IndexPoint, MemoryPayload
-from memory.vector_index import EdgeVectorIndex
 from models import Memory
 
 TOPICS = [

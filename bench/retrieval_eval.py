@@ -18,15 +18,15 @@ from pathlib import Path
 from sqlalchemy import select
 
 from bench._common import bench_database
-from memory.embedder import LocalEmbedder
-from memory.importer import TranscriptImporter, read_transcript
+from memory.formation.importer import TranscriptImporter, read_transcript
+from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.personalities import PersonalityService
+from memory.owners.personalities import PersonalityService
+from memory.recall.embedders import LocalEmbedder
+from memory.recall.index import EdgeVectorIndex
+from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
-from memory.sparse import encode_sparse_query
-from memory.summarizer import ExchangeSummarizer
 from memory.types import MemoryMode, ModelConfig, RecallFilter
-from memory.vector_index import EdgeVectorIndex
 from models import Memory
 
 DATA = Path(__file__).resolve().parent / "data"

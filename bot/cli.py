@@ -192,7 +192,7 @@ def _progress(description: str) -> Callable[[int], Callable[[int], None]]:
 
 
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.importer import read_transcript
+    from memory.formation.importer import read_transcript
     from memory.types import MemoryMode
 
     lines, skipped = read_transcript(args.file)
@@ -328,7 +328,7 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.worker import run_worker
+    from memory.formation.worker import run_worker
 
     await run_worker(runtime.require_memory())
 
@@ -337,7 +337,7 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     """A terminal conversation through the same ChatService as Discord: stored and remembered alike."""
     import uuid
 
-    from memory.chat import NO_CHAT_MODEL, ChatRequest
+    from memory.chat.service import NO_CHAT_MODEL, ChatRequest
 
     chat = runtime.chat
     assert chat is not None, "open_runtime(..., with_memory=True) builds the chat service"
@@ -411,7 +411,7 @@ DEMO_RECALLS = (
 
 
 async def cmd_demo(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.importer import read_transcript
+    from memory.formation.importer import read_transcript
 
     examples = EXAMPLES_DIR
     assert runtime.importer is not None

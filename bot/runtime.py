@@ -12,20 +12,20 @@ from typing import TYPE_CHECKING
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memory.bindings import BindingService
-from memory.llm_configs import LLMConfigService
-from memory.personalities import PersonalityService
+from memory.owners.bindings import BindingService
+from memory.owners.llm_configs import LLMConfigService
+from memory.owners.personalities import PersonalityService
+from memory.owners.user_settings import UserSettingsService
 from memory.settings import Settings
 from memory.types import ModelConfig
-from memory.user_settings import UserSettingsService
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
 
 if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch) and happens on demand
-    from memory.chat import ChatService
-    from memory.embedder import Embedder
-    from memory.importer import TranscriptImporter
+    from memory.chat.service import ChatService
+    from memory.formation.importer import TranscriptImporter
     from memory.llm import LLMClient
+    from memory.recall.embedders import Embedder
     from memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -155,14 +155,14 @@ async def build_memory_services(
     embedder: Embedder | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open the vector index and build every service on an existing database connection."""
-    from memory.chat import ChatService
-    from memory.embedder import make_embedder
-    from memory.importer import TranscriptImporter
+    from memory.chat.rolling import RollingSummarizer
+    from memory.chat.service import ChatService
+    from memory.formation.importer import TranscriptImporter
+    from memory.formation.summarizer import ExchangeSummarizer
     from memory.llm import LLMClient
-    from memory.rolling import RollingSummarizer
+    from memory.recall.embedders import make_embedder
+    from memory.recall.index import open_vector_index
     from memory.service import MemoryService
-    from memory.summarizer import ExchangeSummarizer
-    from memory.vector_index import open_vector_index
 
     api_key = settings.qdrant_api_key
     index = open_vector_index(

@@ -1,0 +1,1 @@
+"""The domain: personalities chat, memories form and are recalled. Knows no Discord."""

@@ -21,17 +21,18 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
-from memory.embedder import Embedder
 from memory.errors import InvalidInputError
-from memory.exchanges import Exchange, LoggedMessage, group_exchanges, render_lines
-from memory.formatting import (
+from memory.formation.cleaning import (
     approx_tokens,
     fidelity_misses,
     strip_chat_template_tokens,
     strip_roleplay_formatting,
 )
-from memory.sparse import encode_sparse, encode_sparse_query
-from memory.summarizer import EXTRACTIVE, ExchangeSummarizer
+from memory.formation.exchanges import Exchange, LoggedMessage, group_exchanges, render_lines
+from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
+from memory.recall.embedders import Embedder
+from memory.recall.index import VectorIndex
+from memory.recall.keywords import encode_sparse, encode_sparse_query
 from memory.types import (
     IndexPoint,
     MemoryMode,
@@ -42,7 +43,6 @@ from memory.types import (
     RecallFilter,
     SummarizationPreference,
 )
-from memory.vector_index import VectorIndex
 from models import Conversation, LLMConfig, Memory, Message, Personality, UserSettings
 
 log = logging.getLogger(__name__)

@@ -22,10 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory.embedder import Embedder, LocalEmbedder
+from memory.recall.embedders import Embedder, LocalEmbedder
 from models.database import create_engine, start_embedded_postgres
 from models.migrate import upgrade_database
-from tests.llm_server import LLMTestServer
+from testkit.llm_server import LLMTestServer
 
 TEST_DATABASE = "personae_test"
 

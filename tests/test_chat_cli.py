@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from models import Message
 from models.database import create_engine, create_sessionmaker
-from tests.llm_server import LLMTestServer
+from testkit.llm_server import LLMTestServer
 
 
 async def personae(*args: str, env: dict[str, str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, str]:

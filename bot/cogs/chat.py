@@ -16,7 +16,7 @@ import discord
 from discord.ext import commands
 
 from bot.messages import DISCORD_LIMIT, split_message
-from memory.chat import ChatRequest, ChatService, Cooldown
+from memory.chat.service import ChatRequest, ChatService, Cooldown
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot

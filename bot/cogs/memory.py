@@ -19,7 +19,7 @@ from memory.errors import InvalidInputError, NotFoundError
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
     from bot.runtime import Runtime
-    from memory.user_settings import UserSettingsService
+    from memory.owners.user_settings import UserSettingsService
     from models import Personality
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.importer import parse_transcript
+from memory.formation.importer import parse_transcript
 from models import Personality
 
 EXCHANGES = (

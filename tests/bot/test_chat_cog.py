@@ -17,9 +17,9 @@ from sqlalchemy import select
 
 from bot.client import PersonaeBot
 from bot.cogs.chat import ChatCog, PlainSender, WebhookSender
-from memory.chat import UNAVAILABLE_REPLY, Cooldown
+from memory.chat.service import UNAVAILABLE_REPLY, Cooldown
 from models import Message, Personality
-from tests.llm_server import Fail, LLMTestServer
+from testkit.llm_server import Fail, LLMTestServer
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from memory.conversations import Venue, find_conversation
-from memory.importer import parse_transcript
+from memory.formation.importer import parse_transcript
 from models import Conversation, Memory, Personality, Summary, UserSettings
 from tests.bot.interactions import DiscordHarness, open_harness
 from tests.bot.seeding import seed_memories

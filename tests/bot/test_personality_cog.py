@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from memory.personalities import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
+from memory.owners.personalities import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
 from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
 from tests.bot.interactions import MANAGE_CHANNELS, DiscordHarness, open_harness
 from tests.bot.seeding import seed_memories

@@ -10,7 +10,7 @@ import pytest
 
 from memory.llm import DEFAULT_CONTEXT_WINDOW, LLMClient, LLMConfigError, LLMUnavailableError
 from memory.types import ModelConfig
-from tests.llm_server import Drop, Fail, LLMTestServer, Reply, Stall
+from testkit.llm_server import Drop, Fail, LLMTestServer, Reply, Stall
 
 MESSAGES = [
     {"role": "system", "content": "You summarize."},
@@ -207,7 +207,10 @@ def test_context_window() -> None:
 
 
 async def test_llm_module_does_not_import_litellm_at_import() -> None:
-    code = "import sys, memory.llm, memory.embedder; print('litellm' in sys.modules, 'torch' in sys.modules)"
+    code = (
+        "import sys, memory.llm, memory.recall.embedders; "
+        "print('litellm' in sys.modules, 'torch' in sys.modules)"
+    )
     process = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE)
     stdout, _ = await process.communicate()
     assert stdout.decode().split() == ["False", "False"]

@@ -14,15 +14,15 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
-from memory.embedder import Embedder, make_embedder
+from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.personalities import PersonalityService
+from memory.owners.personalities import PersonalityService
+from memory.recall.embedders import Embedder, make_embedder
+from memory.recall.index import EdgeVectorIndex, VectorIndex
 from memory.service import MemoryService
-from memory.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.types import IndexPoint, MessageRole, ModelConfig
-from memory.vector_index import EdgeVectorIndex, VectorIndex
 from models import Memory, Message, Personality, UserSettings
-from tests.llm_server import Fail, LLMTestServer
+from testkit.llm_server import Fail, LLMTestServer
 
 T0 = datetime(2024, 3, 15, 18, 0, tzinfo=UTC)
 FAITHFUL_SUMMARY = (

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from memory.embedder import Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
 from memory.llm import LLMConfigError, LLMUnavailableError
-from tests.llm_server import Fail, LLMTestServer, hash_vector
+from memory.recall.embedders import Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
+from testkit.llm_server import Fail, LLMTestServer, hash_vector
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory.formatting import (
+from memory.formation.cleaning import (
     approx_tokens,
     clean_summary_output,
     extractive_summary,

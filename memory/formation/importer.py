@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
-from memory.exchanges import LoggedMessage, group_exchanges
-from memory.formatting import approx_tokens
+from memory.formation.cleaning import approx_tokens
+from memory.formation.exchanges import LoggedMessage, group_exchanges
 from memory.service import FormationReport, MemoryService
 from memory.types import MemoryMode, MessageRole
 

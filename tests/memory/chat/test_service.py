@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from memory.chat import (
+from memory.chat.routing import RouteReason
+from memory.chat.service import (
     MISCONFIGURED_REPLY,
     NO_CHAT_MODEL,
     UNAVAILABLE_REPLY,
@@ -16,9 +17,8 @@ from memory.chat import (
     Cooldown,
 )
 from memory.llm import LLMClient
-from memory.routing import RouteReason
 from models import LLMConfig, Message, Personality
-from tests.llm_server import Fail, LLMTestServer
+from testkit.llm_server import Fail, LLMTestServer
 
 counter = iter(range(10_000, 1_000_000))
 

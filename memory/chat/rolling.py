@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.formatting import (
+from memory.formation.cleaning import (
     approx_tokens,
     clean_summary_output,
     extractive_summary,
     strip_chat_template_tokens,
 )
+from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
-from memory.summarizer import EXTRACTIVE
 from memory.types import ModelConfig
 from models import Conversation, Message, Summary
 

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
-from memory.llm_configs import LLMConfigService
+from memory.owners.llm_configs import LLMConfigService
 
 
 @pytest.fixture

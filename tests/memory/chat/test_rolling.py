@@ -10,14 +10,14 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.chat.rolling import RollingSummarizer, fallback_title
 from memory.conversations import NewMessage, Venue, clear_rolling_summary, ensure_conversation, store_messages
+from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient
-from memory.personalities import PersonalityService
-from memory.rolling import RollingSummarizer, fallback_title
-from memory.summarizer import EXTRACTIVE
+from memory.owners.personalities import PersonalityService
 from memory.types import MessageRole, ModelConfig
 from models import Conversation, Message, Summary
-from tests.llm_server import LLMTestServer, Stall
+from testkit.llm_server import LLMTestServer, Stall
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 LINES = [

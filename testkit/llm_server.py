@@ -7,7 +7,7 @@ SSE parsing) runs in tests. Behaviour is programmable per test:
         server.script(Fail(429), Reply("hello"))
         cfg = ModelConfig(model="openai/test-model", api_base=server.base_url, api_key="test")
 
-`python -m tests.llm_server --port 8011 --latency 0.2` runs it standalone for benchmarks.
+`python -m testkit.llm_server --port 8011 --latency 0.2` runs it standalone for benchmarks.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from memory.formatting import (
+from memory.formation.cleaning import (
     approx_tokens,
     clean_summary_output,
     extract_key_facts,

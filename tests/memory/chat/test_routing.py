@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.routing import Addressee, RouteReason, find_named, route_message
+from memory.chat.routing import Addressee, RouteReason, find_named, route_message
 
 LILITH = Addressee(id=1, name="lilith", display_name="Lilith")
 SAGE = Addressee(id=2, name="sage", display_name="Sage")

@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-import memory.vector_index as vector_index
-from memory.sparse import encode_sparse, encode_sparse_query
-from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
-from memory.vector_index import (
+import memory.recall.index as vector_index
+from memory.recall.index import (
     RRF_K,
     EdgeVectorIndex,
     IndexBusyError,
@@ -24,6 +22,8 @@ from memory.vector_index import (
     VectorIndex,
     open_vector_index,
 )
+from memory.recall.keywords import encode_sparse, encode_sparse_query
+from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
 
 # qdrant-client's local mode warns that payload indexes are a no-op there; the server honours them.
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
@@ -299,7 +299,7 @@ async def test_edge_reopens_from_disk(tmp_path: Path) -> None:
 BUSY_PROBE = """
 import sys
 from pathlib import Path
-from memory.vector_index import EdgeVectorIndex, IndexBusyError
+from memory.recall.index import EdgeVectorIndex, IndexBusyError
 try:
     index = EdgeVectorIndex(Path(sys.argv[1]))
 except IndexBusyError as exc:
@@ -315,7 +315,7 @@ def open_from_another_process(path: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
 
 

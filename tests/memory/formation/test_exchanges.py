@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.exchanges import LoggedMessage, group_exchanges
+from memory.formation.exchanges import LoggedMessage, group_exchanges
 from memory.types import MessageRole
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)

@@ -20,13 +20,13 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
-from memory.context import BuiltContext, ContextBudget, HistoryMessage, build_context
+from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, build_context
+from memory.chat.rolling import RollingSummarizer, SummaryUpdate, summary_text
+from memory.chat.routing import Addressee, Route, route_message
 from memory.conversations import NewMessage, Venue, clear_rolling_summary, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
-from memory.formatting import strip_chat_template_tokens
+from memory.formation.cleaning import strip_chat_template_tokens
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
-from memory.rolling import RollingSummarizer, SummaryUpdate, summary_text
-from memory.routing import Addressee, Route, route_message
 from memory.types import MessageRole, ModelConfig
 from models import Conversation, Message, Personality
 
@@ -185,7 +185,7 @@ class ChatService:
         self._addressees = None
 
     async def bound_addressees(self, channel_ids: Sequence[str]) -> list[Addressee]:
-        from memory.bindings import BindingService
+        from memory.owners.bindings import BindingService
 
         return [
             as_addressee(p) for p in await BindingService(self._sessionmaker).bound_personalities(channel_ids)
@@ -215,14 +215,14 @@ class ChatService:
         channel_ids: Sequence[str],
         reply_to_message_id: str | None = None,
     ) -> Route | None:
-        """Which personality this message addresses (see memory.routing), or None."""
+        """Which personality this message addresses (see memory.chat.routing), or None."""
         personalities = await self.addressees()
         if not personalities:
             return None
         reply_to = None
         if reply_to_message_id is not None and channel_ids:
             reply_to = await self.reply_target(channel_ids[0], reply_to_message_id)
-        from memory.routing import find_named
+        from memory.chat.routing import find_named
 
         if find_named(text, personalities) is not None or reply_to is not None:
             return route_message(text, personalities=personalities, reply_to=reply_to)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.formatting import approx_tokens, strip_chat_template_tokens
+from memory.formation.cleaning import approx_tokens, strip_chat_template_tokens
 
 # messages -> tokens for the chat model
 TokenCounter = Callable[[list[dict[str, Any]]], int]

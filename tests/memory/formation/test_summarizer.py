@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.formatting import approx_tokens
+from memory.formation.cleaning import approx_tokens
+from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer, split_into_chunks, summary_token_cap
 from memory.llm import LLMClient
-from memory.summarizer import EXTRACTIVE, ExchangeSummarizer, split_into_chunks, summary_token_cap
 from memory.types import ModelConfig
-from tests.llm_server import Drop, LLMTestServer, Stall
+from testkit.llm_server import Drop, LLMTestServer, Stall
 
 EXCHANGE = (
     "Alice: *twirls* guess what!!! 🎉 I adopted a grey cat named Pixel on 2024-02-10 from the shelter on "

@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
-from memory.personalities import (
+from memory.owners.personalities import (
     MAX_PROMPT_LENGTH,
     MAX_SUMMARIZER_PROMPT_LENGTH,
     ModelChoice,
@@ -83,7 +83,7 @@ async def test_owner_or_admin_changes_others_are_refused(
 async def test_model_choice_configs_allow_list_and_validation(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> None:
-    from memory.llm_configs import LLMConfigService
+    from memory.owners.llm_configs import LLMConfigService
 
     service = PersonalityService(sessionmaker, admin_ids=["900"], model_allow_list=["ollama/"])
     config = await LLMConfigService(sessionmaker).add("house", model="openai/gpt-4o-mini")

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from memory.sparse import encode_sparse, encode_sparse_query, term_index, tokenize
+from memory.recall.keywords import encode_sparse, encode_sparse_query, term_index, tokenize
 
 
 def test_tokenize_lowercases_unicode_words_and_drops_stopwords() -> None:
@@ -37,7 +37,7 @@ def test_tokenize_splits_on_underscores_and_punctuation() -> None:
 
 def test_term_index_is_stable_across_processes() -> None:
     # Python's hash() is salted per process; the index must not be, or a restart breaks every search.
-    code = "from memory.sparse import term_index; print(term_index('zürich'))"
+    code = "from memory.recall.keywords import term_index; print(term_index('zürich'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(other.stdout) == term_index("zürich")
     assert 0 <= term_index("zürich") <= 0x7FFFFFFF

@@ -5,9 +5,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError
-from memory.personalities import PersonalityService
+from memory.owners.personalities import PersonalityService
+from memory.owners.user_settings import UserSettingsService
 from memory.service import MemoryService
-from memory.user_settings import UserSettingsService
 from models import UserSettings
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memory.context import ContextBudget, HistoryMessage, build_context
+from memory.chat.prompt import ContextBudget, HistoryMessage, build_context
 from memory.llm import LLMClient
 
 MODEL = "openai/gpt-4o-mini"

@@ -71,7 +71,7 @@ class VectorIndex(Protocol):
 
     - `ensure_collection(dense_dim)` is called before anything else and is idempotent. It creates a
       named dense vector "dense" (cosine) and a sparse vector "sparse" whose weights get IDF from the
-      index (documents carry BM25 term-frequency weights, see memory.sparse), plus payload indexes.
+      index (documents carry BM25 term-frequency weights, see memory.recall.keywords), plus payload indexes.
       An existing index whose dense dimension differs raises ValueError (a new embedding model needs a
       fresh index and `personae reindex`).
     - Payload keys: personality_id (int), user_id (str), guild_id (str, None for a DM), channel_id

@@ -1,0 +1,1 @@
+"""Memory formation: the message log grouped into exchanges, cleaned, summarized, embedded, stored."""

@@ -1,0 +1,1 @@
+"""Who owns what: personalities, LLM configs, user settings, channel bindings."""

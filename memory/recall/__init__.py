@@ -1,0 +1,1 @@
+"""Recall: embedders, keyword vectors, the vector index (one module per backend), search, reindex."""
