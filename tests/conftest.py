@@ -124,14 +124,15 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 async def runtime(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    committed_sessionmaker: async_sessionmaker[AsyncSession],
     engine: AsyncEngine,
     embedder: Embedder,
     llm_server: LLMTestServer,
     tmp_path: Path,
 ) -> AsyncIterator[Any]:
-    """The bot's Runtime built from the test pieces: rolled-back PostgreSQL, a fresh Qdrant Edge,
-    the real embedder, and the LLM test server as chat and summarizer model."""
+    """The bot's Runtime built from the test pieces: a pooled sessionmaker with real commits (the
+    concurrent path production runs; tables emptied after the test), a fresh Qdrant Edge, the real
+    embedder, and the LLM test server as chat and summarizer model."""
     from bot.runtime import build_memory_services
     from memory.settings import load_settings
 
@@ -149,5 +150,5 @@ async def runtime(
         llm_max_retries=1,
         admin_ids=["900"],
     )
-    async with build_memory_services(settings, engine, sessionmaker, embedder=embedder) as runtime:
+    async with build_memory_services(settings, engine, committed_sessionmaker, embedder=embedder) as runtime:
         yield runtime
