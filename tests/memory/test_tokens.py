@@ -11,7 +11,7 @@ from memory.tokens import count_message_tokens, count_tokens, truncate_to_tokens
 def test_counts_with_the_fallback_encoding_offline() -> None:
     assert count_tokens("") == 0
     assert count_tokens("hello") == 1
-    assert count_tokens("Caroline went to the support group on 7 May 2023.") == 14
+    assert count_tokens("Caroline went to the support group on 7 May 2023.") == 15
 
 
 def test_message_tokens_add_framing_per_message() -> None:
