@@ -15,8 +15,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
+from memory.types import ModelConfig
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
+
+
+def summarizer_models(cfg: ModelConfig | None) -> ModelConfigResolver:
+    """Models whose deployment summarizer is `cfg` (None: extractive summaries) and no chat model."""
+    none = ModelConfigResolver.none()
+    if cfg is None:
+        return none
+    role = RoleDefaults(cfg.model, cfg.api_base, cfg.api_key, cfg.temperature, cfg.max_tokens, cfg.timeout)
+    return ModelConfigResolver(chat_defaults=none.chat_defaults, summarizer_defaults=role)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -25,11 +26,13 @@ from memory.conversations import NewMessage, Venue, ensure_conversation, store_m
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.bindings import BindingService
+from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
+from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import LocalEmbedder
-from memory.recall.index import EdgeVectorIndex
 from memory.service import MemoryService
-from memory.types import MessageRole, ModelConfig
+from memory.tokens import count_tokens
+from memory.types import MessageRole
 
 CHANNELS = 20
 HISTORY = 60
@@ -40,7 +43,6 @@ REPLY = "That sounds wonderful. Tell me more about it, I remember you mentioned 
 async def prefill(chat: ChatService, sessionmaker, personality_id: int, users: int) -> None:  # type: ignore[no-untyped-def]
     t0 = datetime(2024, 6, 1, tzinfo=UTC)
     rng = random.Random(7)
-    cfg = ModelConfig(model=MODEL)
     for channel in range(CHANNELS):
         venue = Venue(guild_id="g1", channel_id=f"c{channel}", user_id="user0")
         messages = []
@@ -56,7 +58,7 @@ async def prefill(chat: ChatService, sessionmaker, personality_id: int, users: i
                     role=role,
                     content=text,
                     created_at=t0 + timedelta(minutes=i),
-                    token_count=chat.count_tokens(cfg, [{"role": "user", "content": text}]),
+                    token_count=count_tokens(text, MODEL),
                 )
             )
         async with sessionmaker.begin() as session:
@@ -68,12 +70,22 @@ async def run(memories: int, messages: int, users: int) -> None:
     embedder = LocalEmbedder()
     await embedder.embed(["warm up"])
     llm = LLMClient()
-    llm.count_tokens(MODEL, text="warm up the tokenizer")
+    count_tokens("warm up the tokenizer", MODEL)
+    none = ModelConfigResolver.none()
+    # The bench never calls the chat model: it measures everything up to the call.
+    chat_models = ModelConfigResolver(
+        chat_defaults=dataclasses.replace(none.chat_defaults, model=MODEL),
+        summarizer_defaults=none.summarizer_defaults,
+    )
     async with bench_database("context") as db:
         index = EdgeVectorIndex(db.workdir / "qdrant")
         await index.ensure_collection(embedder.dimension)
         service = MemoryService(
-            db.sessionmaker, index=index, embedder=embedder, summarizer=ExchangeSummarizer(llm)
+            db.sessionmaker,
+            index=index,
+            embedder=embedder,
+            summarizer=ExchangeSummarizer(llm),
+            models=chat_models,
         )
         personality, _ = await PersonalityService(db.sessionmaker).create(
             "bench", prompt="You are Bench, a patient listener. " * 20, memory_mode="summarized"
@@ -86,7 +98,7 @@ async def run(memories: int, messages: int, users: int) -> None:
             llm=llm,
             memory=service,
             rolling=RollingSummarizer(db.sessionmaker, llm),
-            default_chat=ModelConfig(model=MODEL, context_window=8192),
+            models=chat_models,
         )
         await prefill(chat, db.sessionmaker, personality.id, users)
         bindings = BindingService(db.sessionmaker)
@@ -98,12 +110,12 @@ async def run(memories: int, messages: int, users: int) -> None:
         totals, routes, prepares, records, tokens = [], [], [], [], []
         for i in range(messages + 20):
             number = rng.randrange(CHANNELS)
-            channel = f"c{number}"
+            channel_id = f"c{number}"
             user = f"user{rng.randrange(users)}"
             # Bound channels need no name (routing reads the bindings); the others name the personality.
             text = f"{rng.choice(QUERIES)}?" if number % 2 == 0 else f"Bench, {rng.choice(QUERIES)}?"
             started = time.perf_counter()
-            route = await chat.route(text, channel_ids=[channel])
+            route = await chat.route(text, channel_ids=[channel_id])
             assert route is not None
             routed = time.perf_counter()
             prepared = await chat.prepare(
@@ -112,7 +124,7 @@ async def run(memories: int, messages: int, users: int) -> None:
                     user_id=user,
                     user_name=user,
                     guild_id="g1",
-                    channel_id=channel,
+                    channel_id=channel_id,
                     message_id=f"bench-{i}",
                     text=text,
                 )

@@ -13,13 +13,13 @@ import asyncio
 import random
 import time
 
-from bench._common import bench_database
+from bench._common import bench_database, summarizer_models
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
+from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import LocalEmbedder
-from memory.recall.index import EdgeVectorIndex
 from memory.service import MemoryService
 from memory.types import MessageRole, ModelConfig
 from testkit.llm_server import LLMTestServer
@@ -79,7 +79,7 @@ async def run(exchanges: int, latency: float, concurrency: int) -> None:
                 index=index,
                 embedder=embedder,
                 summarizer=ExchangeSummarizer(llm),
-                default_summarizer=cfg,
+                models=summarizer_models(cfg),
                 batch_size=batch,
             )
             start = time.perf_counter()

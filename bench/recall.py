@@ -19,15 +19,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy import insert
 
-from bench._common import bench_database, describe_ms
+from bench._common import bench_database, describe_ms, summarizer_models
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
+from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import LocalEmbedder
-from memory.recall.index import EdgeVectorIndex
-from memory.recall.keywords import encode_sparse
+from memory.recall.store import memory_point
 from memory.service import MemoryService
-from memory.types import IndexPoint, MemoryPayload
 from models import Memory
 
 TOPICS = [
@@ -107,14 +106,7 @@ async def load(
                     "embedding_model": service.embedding_model,
                 }
             )
-            points.append(
-                IndexPoint(
-                    id=memory_id,
-                    dense=vectors[i].tolist(),
-                    sparse=encode_sparse(text),
-                    payload=MemoryPayload(personality_id, user, "g1", "c1", False, occurred.timestamp()),
-                )
-            )
+            points.append(memory_point(rows[-1], vectors[i].tolist()))
         async with sessionmaker.begin() as session:
             await session.execute(insert(Memory), rows)
         await index.upsert(points)
@@ -127,7 +119,11 @@ async def run(sizes: list[int], queries: int, users: int) -> None:
         index = EdgeVectorIndex(db.workdir / "qdrant")
         await index.ensure_collection(embedder.dimension)
         service = MemoryService(
-            db.sessionmaker, index=index, embedder=embedder, summarizer=ExchangeSummarizer(LLMClient())
+            db.sessionmaker,
+            index=index,
+            embedder=embedder,
+            summarizer=ExchangeSummarizer(LLMClient()),
+            models=summarizer_models(None),
         )
         personality, _ = await PersonalityService(db.sessionmaker).create("bench", memory_mode="summarized")
         loaded = 0

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from bench._common import bench_database
+from bench._common import bench_database, summarizer_models
 from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
+from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import LocalEmbedder
-from memory.recall.index import EdgeVectorIndex
 from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
 from memory.types import MemoryMode, ModelConfig, RecallFilter
@@ -56,12 +56,12 @@ async def run() -> None:
                 index=index,
                 embedder=embedder,
                 summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),
-                default_summarizer=cfg,
+                models=summarizer_models(cfg),
             )
             personality, _ = await PersonalityService(db.sessionmaker).create(
                 f"mira-{mode.value}", memory_mode=mode
             )
-            await TranscriptImporter(db.sessionmaker, service).import_lines(
+            await TranscriptImporter(db.sessionmaker, service.formation).import_lines(
                 lines,
                 personality_id=personality.id,
                 personality_user_id="mira",
@@ -88,7 +88,7 @@ async def run() -> None:
                     found = await index.search(dense=d, sparse=s, flt=flt, limit=10)
                     for k in (5, 10):
                         hits[method, k] += any(sources.get(hit.id, set()) & answers for hit in found[:k])
-            ratio = stats.stored_bytes / stats.source_bytes if stats.source_bytes else 0
+            ratio = stats.stored_chars / stats.source_chars if stats.source_chars else 0
             for method in METHODS:
                 print(
                     f"{mode.value:<11} {method:<8} {hits[method, 5] / len(questions):>9.2f} "

@@ -1,4 +1,4 @@
-"""The Discord client: intents, extensions, and the one error path for slash commands."""
+"""The Discord client: intents, extensions, background tasks, and the one error path for slash commands."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.runtime import Runtime
+from bot.tasks import BackgroundTasks
 from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS: tuple[str, ...] = ("bot.cogs.memory", "bot.cogs.personality", "bot.cogs.chat")
+# The cogs with slash commands; the chat cog listens to messages and publishes none.
+SLASH_COMMAND_EXTENSIONS: tuple[str, ...] = ("bot.cogs.memory", "bot.cogs.personality")
+EXTENSIONS: tuple[str, ...] = (*SLASH_COMMAND_EXTENSIONS, "bot.cogs.chat")
 
 
 class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
@@ -49,10 +52,10 @@ async def sync_command_tree(bot: commands.Bot, guild_id: int | None = None) -> l
     return [command.name for command in synced]
 
 
-class PersonaeBot(commands.Bot):
-    """Holds the runtime (services) it was given; builds nothing itself."""
+class PersonaeClient(commands.Bot):
+    """Intents, mentions and the error-handling tree shared by the bot and the command publisher."""
 
-    def __init__(self, *, runtime: Runtime) -> None:
+    def __init__(self) -> None:
         intents = discord.Intents.default()
         intents.message_content = True
         intents.members = False
@@ -62,7 +65,15 @@ class PersonaeBot(commands.Bot):
             tree_cls=PersonaeTree,
             allowed_mentions=discord.AllowedMentions.none(),
         )
+
+
+class PersonaeBot(PersonaeClient):
+    """Holds the runtime (services) it was given and its background tasks; builds nothing itself."""
+
+    def __init__(self, *, runtime: Runtime) -> None:
+        super().__init__()
         self.runtime = runtime
+        self.background = BackgroundTasks()
 
     async def setup_hook(self) -> None:
         for extension in EXTENSIONS:
@@ -70,3 +81,20 @@ class PersonaeBot(commands.Bot):
 
     async def on_ready(self) -> None:
         log.info("Logged in as %s (%s)", self.user, self.user and self.user.id)
+
+    async def close(self) -> None:
+        # Interrupted work resumes from the message log (the chat cog's catch-up, or `personae worker`).
+        await self.background.cancel_all()
+        await super().close()
+
+
+class CommandPublisher(PersonaeClient):
+    """Only the slash-command tree, for `personae sync-commands`: no runtime, no gateway.
+
+    The cogs read `bot.runtime` only when a command runs, which this client never does, so publishing
+    needs neither the database nor the vector index (both may be in use by the running bot).
+    """
+
+    async def setup_hook(self) -> None:
+        for extension in SLASH_COMMAND_EXTENSIONS:
+            await self.load_extension(extension)

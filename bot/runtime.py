@@ -1,23 +1,30 @@
-"""The composition root: settings -> database -> index, models, services; built once, closed together."""
+"""The composition root: settings -> database -> services, built in one place and closed together.
+
+Two sizes, each opened by its own context manager:
+- `Core` (`open_core`): the database and the services over it, for commands that need no vector index;
+- `Runtime` (`open_runtime`): the Core plus the LLM client, the index-backed memory service, the
+  importer and the chat service, for the bot and the commands that form or recall memories. The
+  embedded vector index is held by one process at a time, so only these open it.
+Nothing in either is optional: what a command gets, exists.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from bot.settings import BotSettings
 from memory.owners.bindings import BindingService
 from memory.owners.llm_configs import LLMConfigService
+from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.user_settings import UserSettingsService
-from memory.settings import Settings
-from memory.types import ModelConfig
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
 
@@ -28,133 +35,73 @@ if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch)
     from memory.recall.embedders import Embedder
     from memory.service import MemoryService
 
-log = logging.getLogger(__name__)
 
+@dataclass(frozen=True)
+class Core:
+    """The database and the services over it; no vector index, no LLM client."""
 
-@dataclass
-class Runtime:
-    """Everything a command or the bot needs, already connected."""
-
-    settings: Settings
+    settings: BotSettings
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
+    models: ModelConfigResolver
     personalities: PersonalityService
-    llm: LLMClient | None = None
-    memory: MemoryService | None = None
-    importer: TranscriptImporter | None = None
-    bindings: BindingService | None = None
-    chat: ChatService | None = None
-    user_settings: UserSettingsService | None = None
-    llm_configs: LLMConfigService | None = None
-
-    def require_memory(self) -> MemoryService:
-        assert self.memory is not None, "open_runtime(..., with_memory=True) builds the memory service"
-        return self.memory
+    llm_configs: LLMConfigService
+    user_settings: UserSettingsService
+    bindings: BindingService
 
 
-async def database_url(settings: Settings) -> str:
+@dataclass(frozen=True)
+class Runtime(Core):
+    """Everything the bot needs: the Core plus the memory and chat services over the vector index."""
+
+    llm: LLMClient
+    memory: MemoryService
+    importer: TranscriptImporter
+    chat: ChatService
+
+
+async def database_url(settings: BotSettings) -> str:
     """DATABASE_URL, or the embedded PostgreSQL under the data directory."""
     if settings.database_url:
         return settings.database_url
     return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir)
 
 
-def _deployment_model(
-    model: str | None,
-    api_base: str | None,
-    api_key: SecretStr | None,
-    *,
-    temperature: float,
-    max_tokens: int,
-    timeout: float,
-) -> ModelConfig | None:
-    if not model:
-        return None
-    return ModelConfig(
-        model=model,
-        api_base=api_base,
-        api_key=api_key.get_secret_value() if api_key else None,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout=timeout,
-    )
-
-
-def summarizer_model_config(settings: Settings) -> ModelConfig | None:
-    """The deployment's summarizer (SUMMARIZER_MODEL), or None for extractive summaries."""
-    return _deployment_model(
-        settings.summarizer_model,
-        settings.summarizer_api_base,
-        settings.summarizer_api_key,
-        temperature=0.2,
-        max_tokens=settings.summary_max_tokens,
-        timeout=settings.llm_timeout,
-    )
-
-
-def personality_service(
-    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
-) -> PersonalityService:
-    """Personalities with the deployment's admins and model allow-list."""
-    return PersonalityService(
-        sessionmaker,
-        admin_ids=settings.admin_ids,
-        model_allow_list=settings.model_allow_list,
-        creator_ids=settings.personality_creator_ids,
-    )
-
-
-def chat_model_config(settings: Settings) -> ModelConfig | None:
-    """The deployment's chat model (CHAT_MODEL), or None when the bot cannot reply."""
-    return _deployment_model(
-        settings.chat_model,
-        settings.chat_api_base,
-        settings.chat_api_key,
-        temperature=0.8,
-        max_tokens=512,
-        timeout=settings.llm_timeout,
+def build_core(
+    settings: BotSettings, engine: AsyncEngine, sessionmaker: async_sessionmaker[AsyncSession]
+) -> Core:
+    """The Core on an open database; the deployment's admins, creators and allow-list go in here."""
+    return Core(
+        settings=settings,
+        engine=engine,
+        sessionmaker=sessionmaker,
+        models=ModelConfigResolver.from_settings(settings),
+        personalities=PersonalityService(
+            sessionmaker,
+            admin_ids=settings.admin_ids,
+            model_allow_list=settings.model_allow_list,
+            creator_ids=settings.personality_creator_ids,
+        ),
+        llm_configs=LLMConfigService(sessionmaker, admin_ids=settings.admin_ids),
+        user_settings=UserSettingsService(sessionmaker),
+        bindings=BindingService(sessionmaker),
     )
 
 
 @asynccontextmanager
-async def open_runtime(
-    settings: Settings, *, migrate: bool = True, with_memory: bool = False
-) -> AsyncIterator[Runtime]:
-    """Connect to the database (migrating it to head) and build the services.
-
-    with_memory also opens the vector index (the embedded one is held by one process at a time),
-    the embedder and the LLM client, which only commands that form or recall memories need.
-    """
+async def open_core(settings: BotSettings) -> AsyncIterator[Core]:
+    """Connect to the database, migrate it to head, and build the Core; disposed on exit."""
     engine = create_engine(await database_url(settings))
     try:
-        if migrate:
-            await upgrade_database(engine)
-        sessionmaker = create_sessionmaker(engine)
-        if not with_memory:
-            yield Runtime(
-                settings=settings,
-                engine=engine,
-                sessionmaker=sessionmaker,
-                personalities=personality_service(settings, sessionmaker),
-                user_settings=UserSettingsService(sessionmaker),
-                llm_configs=LLMConfigService(sessionmaker, admin_ids=settings.admin_ids),
-            )
-            return
-        async with build_memory_services(settings, engine, sessionmaker) as runtime:
-            yield runtime
+        await upgrade_database(engine)
+        yield build_core(settings, engine, create_sessionmaker(engine))
     finally:
         await engine.dispose()
 
 
 @asynccontextmanager
-async def build_memory_services(
-    settings: Settings,
-    engine: AsyncEngine,
-    sessionmaker: async_sessionmaker[AsyncSession],
-    *,
-    embedder: Embedder | None = None,
-) -> AsyncIterator[Runtime]:
-    """Open the vector index and build every service on an existing database connection."""
+async def open_memory_services(core: Core, *, embedder: Embedder | None = None) -> AsyncIterator[Runtime]:
+    """Open the vector index and build the memory and chat services over the Core; closed on exit."""
     from memory.chat.rolling import RollingSummarizer
     from memory.chat.service import ChatService
     from memory.formation.importer import TranscriptImporter
@@ -164,6 +111,7 @@ async def build_memory_services(
     from memory.recall.index import open_vector_index
     from memory.service import MemoryService
 
+    settings = core.settings
     api_key = settings.qdrant_api_key
     index = open_vector_index(
         qdrant_url=settings.qdrant_url,
@@ -175,54 +123,52 @@ async def build_memory_services(
             max_concurrency_per_provider=settings.llm_concurrency_per_provider,
             max_retries=settings.llm_max_retries,
         )
-        if embedder is None:
-            embedder = make_embedder(settings.embedding_model, api_base=settings.embedding_api_base)
-        summarizer = ExchangeSummarizer(
-            llm,
-            max_tokens=settings.summary_max_tokens,
-            min_tokens=settings.summary_min_tokens,
-            input_tokens=settings.summarizer_input_tokens,
-        )
         memory = MemoryService(
-            sessionmaker,
+            core.sessionmaker,
             index=index,
-            embedder=embedder,
-            summarizer=summarizer,
-            default_summarizer=summarizer_model_config(settings),
+            embedder=embedder
+            or make_embedder(settings.embedding_model, api_base=settings.embedding_api_base),
+            summarizer=ExchangeSummarizer(
+                llm,
+                max_tokens=settings.summary_max_tokens,
+                min_tokens=settings.summary_min_tokens,
+                input_tokens=settings.summarizer_input_tokens,
+            ),
+            models=core.models,
             min_summarize_tokens=settings.min_summarize_tokens,
         )
-        yield Runtime(
-            settings=settings,
-            engine=engine,
-            sessionmaker=sessionmaker,
-            personalities=personality_service(settings, sessionmaker),
+        chat = ChatService(
+            core.sessionmaker,
             llm=llm,
             memory=memory,
-            importer=TranscriptImporter(sessionmaker, memory),
-            bindings=BindingService(sessionmaker),
-            chat=ChatService(
-                sessionmaker,
-                llm=llm,
-                memory=memory,
-                rolling=RollingSummarizer(
-                    sessionmaker,
-                    llm,
-                    threshold_tokens=settings.rolling_summary_threshold_tokens,
-                    min_messages=settings.rolling_summary_min_messages,
-                    max_tokens=settings.rolling_summary_max_tokens,
-                    input_tokens=settings.summarizer_input_tokens,
-                ),
-                default_chat=chat_model_config(settings),
-                chat_api_base=settings.chat_api_base,
-                chat_api_key=settings.chat_api_key.get_secret_value() if settings.chat_api_key else None,
-                summarizer_default=summarizer_model_config(settings),
-                context_share=settings.context_share,
-                memory_context_share=settings.memory_context_share,
-                recall_limit=settings.recall_limit,
-                llm_timeout=settings.llm_timeout,
+            rolling=RollingSummarizer(
+                core.sessionmaker,
+                llm,
+                threshold_tokens=settings.rolling_summary_threshold_tokens,
+                min_messages=settings.rolling_summary_min_messages,
+                max_tokens=settings.rolling_summary_max_tokens,
+                input_tokens=settings.summarizer_input_tokens,
             ),
-            user_settings=UserSettingsService(sessionmaker),
-            llm_configs=LLMConfigService(sessionmaker, admin_ids=settings.admin_ids),
+            models=core.models,
+            context_share=settings.context_share,
+            memory_context_share=settings.memory_context_share,
+            recall_limit=settings.recall_limit,
+        )
+        # A personality created, renamed or deleted here is routable (or not) from the next message on.
+        core.personalities.subscribe(chat.routing.invalidate)
+        yield Runtime(
+            **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
+            llm=llm,
+            memory=memory,
+            importer=TranscriptImporter(core.sessionmaker, memory.formation),
+            chat=chat,
         )
     finally:
         await index.close()
+
+
+@asynccontextmanager
+async def open_runtime(settings: BotSettings) -> AsyncIterator[Runtime]:
+    """The Core and the memory services on it: what the bot and the memory commands run on."""
+    async with open_core(settings) as core, open_memory_services(core) as runtime:
+        yield runtime

@@ -87,5 +87,6 @@ class SummarizerPromptModal(discord.ui.Modal, title="Summarizer prompt"):
     async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
         await interaction.response.send_message(await self._save(self.prompt.value), ephemeral=True)
 
-    async def on_error(self, interaction: discord.Interaction[Any], error: Exception) -> None:
+    # discord.py's Modal reports errors without the item, narrowing BaseView's signature.
+    async def on_error(self, interaction: discord.Interaction[Any], error: Exception) -> None:  # type: ignore[override]
         await report_error(interaction, error, "Summarizer prompt")

@@ -1,11 +1,12 @@
-"""Conversations and the message log: stored first, idempotently, before anything acts on them."""
+"""Conversations and the message log: stored first, idempotently, before anything acts on them; and the
+one reset of a conversation (its rolling summary and title; the log and long-term memories stay)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -108,9 +109,33 @@ async def find_conversation(session: AsyncSession, personality_id: int, venue: V
     )
 
 
-async def clear_rolling_summary(session: AsyncSession, conversation_id: int) -> int:
-    """Forget the conversation's rolling summaries (long-term memories stay); returns rows removed."""
-    removed = await session.scalars(
-        delete(Summary).where(Summary.conversation_id == conversation_id).returning(Summary.id)
+async def reset_conversation(session: AsyncSession, personality_id: int, venue: Venue) -> int:
+    """Forget the conversation's rolling summary and its title (the message log and long-term memories
+    stay); returns the summary rows removed, 0 when there is no conversation here."""
+    conversation = await find_conversation(session, personality_id, venue)
+    if conversation is None:
+        return 0
+    removed = len(
+        (
+            await session.scalars(
+                delete(Summary).where(Summary.conversation_id == conversation.id).returning(Summary.id)
+            )
+        ).all()
     )
-    return len(removed.all())
+    # Only a title that exists is cleared: the UPDATE locks the conversation row until commit, and
+    # a lock nobody needed could only get in the way of memory formation, which claims that row.
+    await session.execute(
+        update(Conversation)
+        .where(Conversation.id == conversation.id, Conversation.title.is_not(None))
+        .values(title=None)
+    )
+    return removed
+
+
+async def conversation_title(session: AsyncSession, personality_id: int, venue: Venue) -> str | None:
+    """The title the rolling summary gave the conversation here, if any."""
+    return await session.scalar(
+        select(Conversation.title).where(
+            Conversation.personality_id == personality_id, Conversation.venue_key == venue.key
+        )
+    )

@@ -1,55 +1,46 @@
-"""One LLM client for the whole process: litellm calls with our own retries, backoff and concurrency bound.
+"""One LLM client for the whole process: litellm calls under one retry policy and a concurrency bound.
 
 litellm is imported on first use, never at module import: it costs seconds, and most CLI commands never
-call a model. Its own retries are switched off so that one policy (ours) decides what is retried, and
-every call carries an explicit timeout.
+call a model. Its own retries (and the OpenAI SDK's) are switched off so that one policy, `RetryPolicy`
+(tenacity), decides what is retried, for chat, summaries and embeddings alike; every call carries an
+explicit timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import functools
 import logging
-import math
 import os
-import random
-import re
-import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
-from memory.errors import InvalidInputError
+from memory.retry import (
+    LLMConfigError,
+    LLMUnavailableError,
+    RetryPolicy,
+    classify_llm_error,
+)
 from memory.types import ModelConfig
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "LLMClient",
+    "LLMConfigError",
+    "LLMUnavailableError",
+    "RetryPolicy",
+    "classify_llm_error",
+    "load_litellm",
+]
 
-T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 8192
 # Slack on top of cfg.timeout for our own guard: litellm's timeout should fire first, ours only catches
 # a provider integration that ignores it.
 _GUARD_SLACK = 5.0
-
-
-class LLMError(Exception):
-    """Base of the errors this module raises; the message is always one line."""
-
-
-class LLMConfigError(LLMError, InvalidInputError):
-    """The model string, provider, key or model name is wrong: retrying cannot help."""
-
-
-class LLMUnavailableError(LLMError):
-    """The LLM could not answer: timeouts, rate limits, server or connection errors past the retries."""
-
-    def __init__(self, model: str, reason: str) -> None:
-        super().__init__(f"LLM {model} unavailable: {reason}")
-        self.model = model
-        self.reason = reason
 
 
 @functools.cache
@@ -64,84 +55,10 @@ def load_litellm() -> ModuleType:
     # token_counter would fetch Llama/Cohere tokenizers from the Hugging Face hub (20+ s of retries
     # offline); tiktoken's bundled encodings are close enough for budgeting.
     litellm.disable_hf_tokenizer_download = True
+    # The embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so our max_retries=0 would mean
+    # the SDK's two silent retries on top of RetryPolicy's; with this default, 0 means none.
+    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[misc]  # Final in litellm, read at call time
     return litellm
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _error_detail(exc: BaseException) -> str:
-    """The provider's own words, without litellm's repeated class-name prefixes."""
-    message = str(getattr(exc, "message", "") or exc)
-    message = re.sub(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?", "", message.strip())
-    return _one_line(message, 160)
-
-
-@dataclass(frozen=True, slots=True)
-class LLMFailure:
-    """How one failed call should be handled."""
-
-    retryable: bool
-    reason: str
-    config_error: bool = False
-    retry_after: float | None = None
-
-
-def _retry_after_seconds(exc: BaseException) -> float | None:
-    """Retry-After (seconds or an HTTP date) or retry-after-ms from the error response, if any."""
-    headers: Any = getattr(exc, "litellm_response_headers", None)
-    if not headers:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
-    with contextlib.suppress(ValueError):
-        if "retry-after-ms" in lowered:
-            return float(lowered["retry-after-ms"]) / 1000
-        if "retry-after" in lowered:
-            return float(lowered["retry-after"])
-    if "retry-after" in lowered:
-        with contextlib.suppress(TypeError, ValueError):
-            when = email.utils.parsedate_to_datetime(lowered["retry-after"])
-            return max(0.0, when.timestamp() - time.time())
-    return None
-
-
-def classify_llm_error(exc: BaseException, timeout: float) -> LLMFailure | None:
-    """What a litellm error means for us; None for an exception that is not an LLM failure (a bug)."""
-    import openai  # litellm's exceptions subclass the OpenAI SDK's; importing litellm loaded it already
-
-    litellm = load_litellm()
-    if isinstance(exc, openai.APITimeoutError | TimeoutError):
-        return LLMFailure(True, f"timed out after {timeout:g} s")
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return LLMFailure(False, f"rejected the API key: {_error_detail(exc)}", config_error=True)
-    if isinstance(exc, openai.NotFoundError):
-        return LLMFailure(False, f"model not found: {_error_detail(exc)}", config_error=True)
-    if isinstance(exc, litellm.LiteLLMUnknownProvider) or "LLM Provider NOT provided" in str(exc):
-        return LLMFailure(False, "unknown provider (use a litellm model string)", config_error=True)
-    if isinstance(exc, openai.RateLimitError):
-        return LLMFailure(
-            True, f"rate limited (429): {_error_detail(exc)}", retry_after=_retry_after_seconds(exc)
-        )
-    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
-        return LLMFailure(False, f"rejected the request: {_error_detail(exc)}")
-    if isinstance(exc, openai.APIConnectionError | ConnectionError):
-        return LLMFailure(True, f"connection failed: {_error_detail(exc)}")
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, openai.APIError):
-        # A dropped connection reaches us as InternalServerError("Connection error.") with status 500.
-        if "Connection error" in str(exc):
-            return LLMFailure(True, "connection dropped")
-        if isinstance(status, int) and (status >= 500 or status in (408, 409, 425, 429)):
-            return LLMFailure(
-                True, f"server error {status}: {_error_detail(exc)}", retry_after=_retry_after_seconds(exc)
-            )
-        return LLMFailure(False, f"error {status}: {_error_detail(exc)}")
-    return None
 
 
 class LLMClient:
@@ -158,12 +75,10 @@ class LLMClient:
         if max_concurrency_per_provider < 1:
             raise ValueError("max_concurrency_per_provider must be at least 1")
         self.max_concurrency_per_provider = max_concurrency_per_provider
-        self.max_retries = max(0, max_retries)
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
+        self.retry = RetryPolicy(
+            max_retries=max(0, max_retries), backoff_base=backoff_base, backoff_max=backoff_max
+        )
         self._semaphores: dict[tuple[str, str | None], asyncio.Semaphore] = {}
-        # Replaceable so tests can observe backoff delays without waiting for them.
-        self._sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     # ----------------------------------------------------------------- public API
 
@@ -182,7 +97,7 @@ class LLMClient:
             content = response.choices[0].message.content
             return content if isinstance(content, str) else ""
 
-        return await self._with_retries(cfg, attempt)
+        return await self.retry.call(cfg.model, cfg.timeout, attempt)
 
     async def stream(
         self, cfg: ModelConfig, messages: list[dict[str, str]], *, max_tokens: int | None = None
@@ -207,7 +122,7 @@ class LLMClient:
                     await _close_stream(response)
                 raise
 
-        response, first = await self._with_retries(cfg, open_stream)
+        response, first = await self.retry.call(cfg.model, cfg.timeout, open_stream)
         try:
             if first is None:
                 return
@@ -226,20 +141,6 @@ class LLMClient:
         finally:
             semaphore.release()
             await _close_stream(response)
-
-    def count_tokens(
-        self, model: str, text: str | None = None, messages: list[dict[str, Any]] | None = None
-    ) -> int:
-        """Tokens in `text` or `messages` for `model`, offline; a character estimate if litellm can't."""
-        if text is None and not messages:
-            return 0
-        try:
-            return int(load_litellm().token_counter(model=model, text=text, messages=messages))
-        except Exception:
-            log.debug("token_counter failed for %s; estimating", model, exc_info=True)
-            parts = [text or ""] + [str(m.get("content") or "") for m in messages or []]
-            # About four characters per token, plus a few tokens of chat framing per message.
-            return sum(math.ceil(len(p) / 4) for p in parts) + 4 * len(messages or [])
 
     def context_window(self, cfg: ModelConfig) -> int:
         """Input tokens the model accepts: the config's own figure, litellm's, or a safe default."""
@@ -291,40 +192,6 @@ class LLMClient:
             # Models that reject a parameter (temperature on reasoning models) still answer.
             "drop_params": True,
         }
-
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.backoff_max)
-        delay = min(self.backoff_max, self.backoff_base * 2**attempt)
-        return delay * random.uniform(0.5, 1.0)  # jitter spreads out callers that failed together
-
-    async def _with_retries(self, cfg: ModelConfig, attempt: Callable[[], Awaitable[T]]) -> T:
-        attempts = self.max_retries + 1
-        for number in range(attempts):
-            try:
-                return await attempt()
-            except Exception as exc:
-                failure = classify_llm_error(exc, cfg.timeout)
-                if failure is None:
-                    raise
-                if failure.config_error:
-                    raise LLMConfigError(f"LLM {cfg.model}: {failure.reason}") from exc
-                if not failure.retryable:
-                    raise LLMUnavailableError(cfg.model, failure.reason) from exc
-                if number + 1 == attempts:
-                    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
-                    raise LLMUnavailableError(cfg.model, f"{failure.reason} ({tries})") from exc
-                delay = self._backoff(number, failure.retry_after)
-                log.warning(
-                    "LLM %s: %s; retry %d/%d in %.2f s",
-                    cfg.model,
-                    failure.reason,
-                    number + 1,
-                    self.max_retries,
-                    delay,
-                )
-                await self._sleep(delay)
-        raise AssertionError("unreachable: the loop returns or raises")
 
 
 async def _next_text(response: Any) -> str | None:

@@ -1,13 +1,18 @@
-"""The one settings object, read from the environment (and a `.env` file) only when asked for."""
+"""The domain's settings, read from the environment (and a `.env` file) only when asked for.
+
+The front doors extend them with their own (bot/settings.py adds Discord's); every settings class is
+built through `build_settings`, so a bad value is always one line naming its variable.
+"""
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from models.database import asyncpg_url
 
 
 class SettingsError(Exception):
@@ -20,11 +25,10 @@ def default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    """Every knob of a deployment. Field names map to upper-case environment variables."""
+    """Every knob of the domain. Field names map to upper-case environment variables."""
 
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
-    discord_token: SecretStr | None = None
     database_url: str | None = Field(default=None, description="unset = embedded PostgreSQL")
     qdrant_url: str | None = Field(default=None, description="unset = embedded Qdrant Edge")
     qdrant_api_key: SecretStr | None = None
@@ -62,28 +66,13 @@ class Settings(BaseSettings):
     rolling_summary_min_messages: int = Field(default=6, ge=1)
     rolling_summary_max_tokens: int = Field(default=800, ge=50)
 
-    # Discord behaviour.
-    admin_ids: list[str] = Field(default_factory=list)
-    # Who may create personalities with /personality create; unset = anyone.
-    personality_creator_ids: list[str] | None = None
-    cooldown_messages: int = Field(default=5, ge=1)
-    cooldown_seconds: float = Field(default=10.0, gt=0)
-    remembered_reaction: str = "📝"
-
     log_level: str = "INFO"
 
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str | None) -> str | None:
         """Accept the usual postgres:// URLs and use the asyncpg driver for them."""
-        if not value:
-            return None
-        for prefix in ("postgresql://", "postgres://"):
-            if value.startswith(prefix):
-                return "postgresql+asyncpg://" + value[len(prefix) :]
-        if not value.startswith("postgresql+asyncpg://"):
-            raise ValueError("must start with postgresql:// (for example postgresql://user:pw@host/db)")
-        return value
+        return asyncpg_url(value) if value else None
 
     @field_validator("log_level")
     @classmethod
@@ -93,10 +82,13 @@ class Settings(BaseSettings):
         return value.upper()
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Build settings, turning a validation error into one line that names the variable."""
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def build_settings(settings_class: type[SettingsT], **overrides: object) -> SettingsT:
+    """Build settings of this class, turning a validation error into one line naming the variable."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return settings_class(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         error = exc.errors()[0]
         variable = str(error["loc"][0]).upper() if error["loc"] else "?"
@@ -104,12 +96,6 @@ def load_settings(**overrides: object) -> Settings:
         raise SettingsError(f"Invalid setting {variable}: {message}") from None
 
 
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings, built on first use (never at import time)."""
-    return load_settings()
-
-
-def configure_litellm_environment() -> None:
-    """Keep litellm from fetching its price map over the network at import."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+def load_settings(**overrides: object) -> Settings:
+    """The domain's settings from the environment, `overrides` taking precedence."""
+    return build_settings(Settings, **overrides)

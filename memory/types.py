@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# Told how many more items (exchanges, memories) a long job has done.
+ProgressCallback = Callable[[int], None]
 
 
 class MemoryMode(enum.StrEnum):
@@ -16,6 +20,12 @@ class MemoryMode(enum.StrEnum):
 
 
 class PromptType(enum.StrEnum):
+    """What a stored system prompt is for; the values the `system_prompts.prompt_type` check allows.
+
+    Only SUMMARIZER is written by name; PERSONALITY is the column's server default (every personality
+    prompt row holds it) and SYSTEM is allowed by the check, so both stay until a migration drops them.
+    """
+
     PERSONALITY = "personality"
     SUMMARIZER = "summarizer"
     SYSTEM = "system"

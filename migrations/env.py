@@ -1,8 +1,11 @@
-"""Alembic environment: async, URL from the caller (personae db upgrade) or from settings."""
+"""Alembic environment: async; the URL from the caller (`personae db upgrade`), alembic.ini, or the
+environment (DATABASE_URL, else the embedded PostgreSQL under PERSONAE_DATA_DIR), never the domain."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -18,11 +21,16 @@ def _database_url() -> str:
     url = config.attributes.get("database_url") or config.get_main_option("sqlalchemy.url")
     if url:
         return str(url)
-    from memory.settings import get_settings
-    from models.database import start_embedded_postgres
+    from dotenv import dotenv_values
 
-    settings = get_settings()
-    return settings.database_url or start_embedded_postgres(settings.personae_data_dir)
+    from models.database import asyncpg_url, start_embedded_postgres
+
+    # A developer's `alembic revision --autogenerate`: the same variables the app reads.
+    environment = {**dotenv_values(".env"), **os.environ}
+    if environment.get("DATABASE_URL"):
+        return asyncpg_url(str(environment["DATABASE_URL"]))
+    data_dir = Path(environment.get("PERSONAE_DATA_DIR") or Path.cwd() / ".data")
+    return start_embedded_postgres(data_dir)
 
 
 def _configure_and_run(connection: Connection) -> None:

@@ -13,6 +13,16 @@ log = logging.getLogger(__name__)
 EMBEDDED_DATABASE = "personae"
 
 
+def asyncpg_url(url: str) -> str:
+    """A PostgreSQL URL as users write it (postgres://, postgresql://) with the asyncpg driver."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+asyncpg://" + url[len(prefix) :]
+    if not url.startswith("postgresql+asyncpg://"):
+        raise ValueError("must start with postgresql:// (for example postgresql://user:pw@host/db)")
+    return url
+
+
 def create_engine(url: str, *, pool_size: int = 5) -> AsyncEngine:
     """An asyncpg engine; pre-ping so a restarted database does not fail the first query."""
     return create_async_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)

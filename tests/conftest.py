@@ -130,13 +130,13 @@ async def runtime(
     llm_server: LLMTestServer,
     tmp_path: Path,
 ) -> AsyncIterator[Any]:
-    """The bot's Runtime built from the test pieces: a pooled sessionmaker with real commits (the
-    concurrent path production runs; tables emptied after the test), a fresh Qdrant Edge, the real
-    embedder, and the LLM test server as chat and summarizer model."""
-    from bot.runtime import build_memory_services
-    from memory.settings import load_settings
+    """The bot's Runtime built the way bot/runtime.py builds it, from the test pieces: a pooled
+    sessionmaker with real commits (the concurrent path production runs; tables emptied after the
+    test), a fresh Qdrant Edge, the real embedder, and the LLM test server as chat and summarizer."""
+    from bot.runtime import build_core, open_memory_services
+    from bot.settings import load_bot_settings
 
-    settings = load_settings(
+    settings = load_bot_settings(
         database_url=None,
         qdrant_url=None,
         personae_data_dir=tmp_path / "data",
@@ -150,5 +150,6 @@ async def runtime(
         llm_max_retries=1,
         admin_ids=["900"],
     )
-    async with build_memory_services(settings, engine, committed_sessionmaker, embedder=embedder) as runtime:
+    core = build_core(settings, engine, committed_sessionmaker)
+    async with open_memory_services(core, embedder=embedder) as runtime:
         yield runtime

@@ -1,17 +1,29 @@
-"""`personae chat` as a user runs it: a real subprocess talking to the OpenAI-compatible test server."""
+"""`personae chat`: in-process on the bot's runtime, and as a user runs it, a real subprocess; both
+talking to the OpenAI-compatible test server."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
+import io
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from bot.cli.chat import cmd_chat
+from bot.cli.output import CommandError
+from memory.chat.service import ChatService
+from memory.llm import LLMClient
+from memory.owners.model_configs import ModelConfigResolver
 from models import Message
 from models.database import create_engine, create_sessionmaker
 from testkit.llm_server import LLMTestServer
+from tests.memory.chat.memories import remembered
 
 
 async def personae(*args: str, env: dict[str, str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, str]:
@@ -85,3 +97,36 @@ async def test_terminal_chat_without_model_names_the_variable(
     code, _, err = await personae("chat", "--personality", "lilith", env=env, cwd=tmp_path, stdin=b"hi\n")
     assert code == 1
     assert "CHAT_MODEL" in err and "Traceback" not in err
+
+
+async def test_terminal_chat_streams_stores_and_remembers(
+    runtime: Any,
+    llm_server: LLMTestServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await runtime.personalities.create("Lilith", prompt="You are Lilith, a librarian.")
+    llm_server.responder = lambda body: "Biscuit is a fine name."
+    monkeypatch.setattr("sys.stdin", io.StringIO("My dog is called Biscuit.\n/reset\n/quit\n"))
+    args = argparse.Namespace(personality="lilith", user="42", name="Sam", new=False)
+    await cmd_chat(args, runtime)
+    out = capsys.readouterr().out
+    assert "Lilith> Biscuit is a fine name." in out
+    assert "conversation summary cleared" in out
+    memories = await remembered(runtime.user_settings, "42")
+    assert [m["content"] for m in memories] == [
+        "Sam: My dog is called Biscuit.\nLilith: Biscuit is a fine name."
+    ]
+
+
+async def test_terminal_chat_without_a_model_names_the_variable(runtime: Any) -> None:
+    await runtime.personalities.create("Lilith")
+    no_models = ModelConfigResolver.none()
+    without_model = dataclasses.replace(
+        runtime,
+        models=no_models,
+        chat=ChatService(runtime.sessionmaker, llm=LLMClient(), models=no_models),
+    )
+    args = argparse.Namespace(personality="lilith", user="1", name="Sam", new=False)
+    with pytest.raises(CommandError, match="CHAT_MODEL"):
+        await cmd_chat(args, without_model)

@@ -6,17 +6,24 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bot.cli import build_parser
+from bot.cli.llm_configs import cmd_llm_config_add, cmd_llm_config_list, cmd_llm_config_remove
+from memory.errors import NotFoundError
 
-def run_cli(*args: str, database_url: str | None, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+
+def run_cli(
+    *args: str, database_url: str | None, cwd: Path, module: str = "bot.cli", **env: str
+) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DISCORD_TOKEN"}}
     if database_url:
         environ["DATABASE_URL"] = database_url
     environ.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", module, *args],
         env=environ,
         capture_output=True,
         text=True,
@@ -80,12 +87,58 @@ def test_personality_commands(scratch_database_url: str, tmp_path: Path) -> None
     assert "head" in upgraded.stdout
 
 
-def test_run_without_token_explains(tmp_path: Path) -> None:
-    result = run_cli("run", database_url=None, cwd=tmp_path)
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [("bot.cli", ["run"]), ("bot", []), ("bot.cli", ["sync-commands", "--guild", "42"])],
+    ids=["personae-run", "python-m-bot", "sync-commands"],
+)
+def test_discord_commands_without_token_explain(tmp_path: Path, module: str, args: list[str]) -> None:
+    result = run_cli(*args, database_url=None, cwd=tmp_path, module=module)
     assert result.returncode == 1
     assert "DISCORD_TOKEN" in result.stderr
     assert "discord.com/developers" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_bad_setting_is_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "personality", "list"],
+        env={"PATH": "/usr/bin:/bin", "LLM_TIMEOUT": "-3", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "LLM_TIMEOUT" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_llm_config_add_list_remove(runtime: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    args = parser.parse_args(
+        [
+            "llm-config",
+            "add",
+            "local",
+            "openai/qwen",
+            "--api-base",
+            "http://127.0.0.1:8000/v1",
+            "--api-key-env",
+            "K",
+        ]
+    )
+    assert args.handler is cmd_llm_config_add
+    await cmd_llm_config_add(args, runtime)
+    await cmd_llm_config_list(parser.parse_args(["llm-config", "list"]), runtime)
+    out = capsys.readouterr().out
+    assert "Added LLM config 'local'" in out
+    assert "local" in out and "http://127.0.0.1:8000/v1" in out and " K" in out
+    await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
+    assert await runtime.llm_configs.list() == []
+    with pytest.raises(NotFoundError):
+        await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
 
 
 def test_unreachable_database_is_one_line(tmp_path: Path) -> None:

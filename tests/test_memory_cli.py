@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import EXAMPLES_DIR, main
+from bot.cli import main
+from bot.cli.demo import EXAMPLES_DIR
 
 SAGE = EXAMPLES_DIR / "sage.jsonl"
 

@@ -1,7 +1,7 @@
 """Build a chat prompt inside a token budget: system prompt, memories, rolling summary, recent messages.
 
-Tokens are counted with the chat model's tokenizer (a `TokenCounter`, normally `LLMClient.count_tokens`
-bound to the model), never estimated from characters. Each message is counted once on its own; the sum
+Tokens are counted with the chat model's tokenizer (memory.tokens, the one counter), never estimated
+from characters. Each message is counted once on its own; the sum
 of per-message counts is an upper bound of the count of the whole list (the tokenizer's per-call
 priming is paid once per call), so a prompt assembled from them never exceeds the budget. The final
 prompt is counted once more as a whole and that figure is what the result reports.
@@ -9,14 +9,11 @@ prompt is counted once more as a whole and that figure is what the result report
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from memory.formation.cleaning import approx_tokens, strip_chat_template_tokens
-
-# messages -> tokens for the chat model
-TokenCounter = Callable[[list[dict[str, Any]]], int]
+from memory.formation.cleaning import strip_chat_template_tokens
+from memory.tokens import count_message_tokens, count_tokens, truncate_to_tokens
 
 MEMORY_HEADER = "What you remember about {user} from earlier conversations:"
 SUMMARY_HEADER = "Summary of this conversation so far:"
@@ -61,24 +58,17 @@ class BuiltContext:
     sections: list[str] = field(default_factory=list)
 
 
-def _fit_text(text: str, budget: int, count: TokenCounter, *, keep_end: bool) -> str:
-    """The longest prefix (or suffix) of text, cut at a word, that fits `budget` tokens as a message."""
-    if budget <= 0:
-        return ""
-    if count([{"role": "system", "content": text}]) <= budget:
-        return text
-    words = text.split(" ")
-    low, high = 0, len(words)
-    while low < high:  # the largest word count that fits
-        middle = (low + high + 1) // 2
-        piece = " ".join(words[-middle:] if keep_end else words[:middle])
-        if count([{"role": "system", "content": piece}]) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    if low == 0:
-        return ""
-    return " ".join(words[-low:] if keep_end else words[:low])
+def _fit_text(text: str, budget: int, model: str | None, *, keep_end: bool) -> str:
+    """The longest start (or end) of text, cut at a word, that fits `budget` tokens as a message."""
+    room = budget - count_message_tokens([{"role": "system", "content": ""}], model)
+    while room > 0:
+        piece = truncate_to_tokens(text, room, keep_end=keep_end)
+        # The cut counts with one tokenizer; the model's own may count the piece higher: cut again.
+        over = count_message_tokens([{"role": "system", "content": piece}], model) - budget
+        if over <= 0:
+            return piece
+        room -= over
+    return ""
 
 
 def _history_message(message: HistoryMessage, *, name_speakers: bool) -> dict[str, str]:
@@ -96,7 +86,7 @@ def build_context(
     summary: str | None,
     history: Sequence[HistoryMessage],
     budget: ContextBudget,
-    count: TokenCounter,
+    model: str | None,
     name_speakers: bool = False,
 ) -> BuiltContext:
     """The prompt for the newest message of `history` (oldest first), never over `budget.total`.
@@ -107,6 +97,10 @@ def build_context(
     """
     if not history:
         raise ValueError("history must end with the message to answer")
+
+    def count(messages: list[dict[str, str]]) -> int:
+        return count_message_tokens(messages, model)
+
     base = strip_chat_template_tokens(system_prompt).strip() or "You are a helpful character."
     sections = ["system"]
     newest = _history_message(history[-1], name_speakers=name_speakers)
@@ -114,7 +108,7 @@ def build_context(
     # What must fit whatever happens: the system prompt and the newest message.
     newest_room = max(1, budget.total - system_tokens)
     if count([newest]) > newest_room:
-        newest = {**newest, "content": _fit_text(newest["content"], newest_room, count, keep_end=True)}
+        newest = {**newest, "content": _fit_text(newest["content"], newest_room, model, keep_end=True)}
     reserved = system_tokens + count([newest])
 
     system_text = base
@@ -140,7 +134,7 @@ def build_context(
         room = budget.total - current - count([newest])
         block = "\n\n" + SUMMARY_HEADER + "\n"
         overhead = count([{"role": "system", "content": system_text + block}]) - current
-        text = _fit_text(strip_chat_template_tokens(summary).strip(), room - overhead, count, keep_end=True)
+        text = _fit_text(strip_chat_template_tokens(summary).strip(), room - overhead, model, keep_end=True)
         if text:
             system_text += block + text
             summary_used = True
@@ -156,8 +150,8 @@ def build_context(
         message = _history_message(source, name_speakers=name_speakers)
         if source.token_count > 0:
             # Counted when stored (with the per-call priming, so an upper bound); plus the speaker label.
-            label = len(message["content"]) - len(source.content)
-            tokens = source.token_count + (approx_tokens(message["content"][:label]) + 1 if label > 0 else 0)
+            label = message["content"][: len(message["content"]) - len(source.content)]
+            tokens = source.token_count + (count_tokens(label, model) + 1 if label else 0)
         else:
             tokens = count([message])
         if used + tokens > budget.total:

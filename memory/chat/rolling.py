@@ -10,20 +10,17 @@ checks nothing moved meanwhile, so an interrupted or raced run leaves the previo
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.formation.cleaning import (
-    approx_tokens,
-    clean_summary_output,
-    extractive_summary,
-    strip_chat_template_tokens,
-)
+from memory.formation.cleaning import clean_summary_output
+from memory.formation.exchanges import render_lines
+from memory.formation.extractive import extractive_summary
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.tokens import count_tokens, truncate_to_tokens
 from memory.types import ModelConfig
 from models import Conversation, Message, Summary
 
@@ -53,25 +50,12 @@ class SummaryUpdate:
     title: str | None
 
 
-def _render(messages: Sequence[Message], personality_name: str) -> str:
-    lines = []
-    for m in messages:
-        speaker = personality_name if m.role == "assistant" else (m.author_name or "User")
-        lines.append(f"{speaker}: {' '.join(strip_chat_template_tokens(m.content).split())}")
-    return "\n".join(lines)
-
-
 def _keep_recent_lines(text: str, max_tokens: int) -> str:
-    """The most recent lines of text that fit `max_tokens` (approx.), newest kept."""
-    kept: list[str] = []
-    used = 0
-    for line in reversed(text.splitlines()):
-        tokens = approx_tokens(line) + 1
-        if used + tokens > max_tokens:
-            break
-        kept.append(line)
-        used += tokens
-    return "\n".join(reversed(kept))
+    """The most recent whole lines of text within `max_tokens`: a line cut short would lose its speaker."""
+    kept = truncate_to_tokens(text, max_tokens, keep_end=True)
+    if kept == text or text.endswith("\n" + kept):
+        return kept
+    return kept.partition("\n")[2]
 
 
 def fallback_title(summary: str) -> str:
@@ -104,15 +88,6 @@ class RollingSummarizer:
         self.max_tokens = max_tokens
         self.input_tokens = input_tokens
 
-    async def latest(self, conversation_id: int) -> Summary | None:
-        async with self._sessionmaker() as session:
-            return await _latest(session, conversation_id)
-
-    async def summary_text(self, conversation_id: int, *, rows: int = 2) -> str | None:
-        """The newest summary rows (oldest first) as one text, for the prompt."""
-        async with self._sessionmaker() as session:
-            return await summary_text(session, conversation_id, rows=rows)
-
     async def maybe_update(
         self, conversation_id: int, *, cfg: ModelConfig | None, personality_name: str = "the character"
     ) -> SummaryUpdate | None:
@@ -129,16 +104,18 @@ class RollingSummarizer:
             ).all()
         if len(new) < self.min_messages:
             return None
-        tokens = sum(m.token_count or approx_tokens(m.content) for m in new)
+        tokens = sum(m.token_count or count_tokens(m.content) for m in new)
         if tokens < self.threshold_tokens:
             return None
         cumulative = latest is not None and latest.token_count < self.max_tokens
         previous = latest.content if cumulative and latest is not None else None
-        transcript = _keep_recent_lines(_render(new, personality_name), self.input_tokens)
+        transcript = _keep_recent_lines(
+            render_lines(new, personality_name=personality_name, one_line=True), self.input_tokens
+        )
         content, summarizer = await self._summarize(previous, transcript, cfg, personality_name)
         if not content:
             return None
-        token_count = approx_tokens(content)
+        token_count = count_tokens(content)
         title = await self._title(content, cfg)
         first_id, last_id = new[0].id, new[-1].id
         async with self._sessionmaker.begin() as session:
@@ -175,8 +152,11 @@ class RollingSummarizer:
                 await session.flush()
                 row_id, created, count = row.id, True, len(new)
             if title:
+                # Written only when it changes: the UPDATE locks the conversation row until commit.
                 await session.execute(
-                    update(Conversation).where(Conversation.id == conversation_id).values(title=title)
+                    update(Conversation)
+                    .where(Conversation.id == conversation_id, Conversation.title.is_distinct_from(title))
+                    .values(title=title)
                 )
         return SummaryUpdate(row_id, created, first_id, last_id, count, token_count, summarizer, title)
 

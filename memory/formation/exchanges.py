@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
+from memory.formation.cleaning import strip_chat_template_tokens
 from memory.types import MessageRole
+from models import Message
 
 CONTEXT_MESSAGES = 3
 
@@ -22,6 +25,32 @@ class LoggedMessage:
     role: MessageRole
     content: str
     created_at: datetime
+
+    @classmethod
+    def of(cls, message: Message) -> LoggedMessage:
+        """A plain copy of a stored message."""
+        return cls(
+            id=message.id,
+            external_id=message.external_id,
+            author_id=message.author_id,
+            author_name=message.author_name,
+            role=MessageRole(message.role),
+            content=message.content,
+            created_at=message.created_at,
+        )
+
+
+class Spoken(Protocol):
+    """Anything said by someone: a logged message, a stored `messages` row."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def author_name(self) -> str | None: ...
+
+    @property
+    def content(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +85,25 @@ class Exchange:
 
 
 def render_lines(
-    messages: Sequence[LoggedMessage], *, user_name: str | None = None, personality_name: str = "Assistant"
+    messages: Iterable[Spoken],
+    *,
+    user_name: str | None = None,
+    personality_name: str = "Assistant",
+    one_line: bool = False,
 ) -> str:
+    """Messages as `Speaker: text` lines, the one transcript form memories store and models read.
+
+    With one_line, each message's text is put on its single line, chat-template tokens removed: a
+    transcript whose lines are cut later (keeping the most recent) then never loses a speaker.
+    """
     lines = []
     for message in messages:
-        if message.role is MessageRole.ASSISTANT:
+        if message.role == MessageRole.ASSISTANT:
             speaker = personality_name
         else:
             speaker = message.author_name or user_name or "User"
-        lines.append(f"{speaker}: {message.content.strip()}")
+        text = " ".join(strip_chat_template_tokens(message.content).split()) if one_line else message.content
+        lines.append(f"{speaker}: {text.strip()}")
     return "\n".join(lines)
 
 

@@ -12,33 +12,95 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
+from pydantic_core import PydanticCustomError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
-from memory.formation.cleaning import approx_tokens
 from memory.formation.exchanges import LoggedMessage, group_exchanges
-from memory.service import FormationReport, MemoryService
+from memory.formation.forming import FormationReport, MemoryFormation
+from memory.tokens import count_tokens
 from memory.types import MemoryMode, MessageRole
 
 MAX_CONTENT_CHARS = 200_000
 MAX_ID_CHARS = 64
+REQUIRED_FIELDS = ("id", "role", "content")
 ProgressFactory = Callable[[int], Callable[[int], None]]
 
 
-@dataclass(frozen=True, slots=True)
-class TranscriptLine:
+def _external_id(value: Any, info: ValidationInfo) -> str | None:
+    """A Discord-style id: a string or an integer, at most MAX_ID_CHARS; empty means absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise PydanticCustomError("external_id", "'{field}' must be a string", {"field": info.field_name})
+    text = str(value)
+    if len(text) > MAX_ID_CHARS:
+        raise PydanticCustomError(
+            "external_id",
+            "'{field}' is longer than {limit} characters",
+            {"field": info.field_name, "limit": MAX_ID_CHARS},
+        )
+    return text
+
+
+def _role(value: Any) -> MessageRole:
+    if value not in ("user", "assistant"):
+        raise PydanticCustomError("role", '\'role\' must be "user" or "assistant"')
+    return MessageRole(value)
+
+
+def _content(value: Any) -> str:
+    if not isinstance(value, str):
+        raise PydanticCustomError("content", "'content' must be a string")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise PydanticCustomError(
+            "content", "'content' is over {limit} characters", {"limit": MAX_CONTENT_CHARS}
+        )
+    return value
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """ISO-8601, a trailing Z allowed; a time without a zone is UTC."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise PydanticCustomError("timestamp", "'timestamp' is not ISO-8601") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _message_id(value: Any, info: ValidationInfo) -> str:
+    message_id = _external_id(value, info)
+    if message_id is None:
+        raise PydanticCustomError("external_id", "'id' is empty")
+    return message_id
+
+
+ExternalId = Annotated[str | None, BeforeValidator(_external_id)]
+
+
+class TranscriptLine(BaseModel):
+    """One message of a JSONL transcript, as `personae import` reads it and `/memory export` writes it.
+
+    Keys other than these (an export's `memory` record, say) are ignored.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     line_no: int
-    id: str
-    role: MessageRole
-    content: str
-    timestamp: datetime | None
-    author: str | None
-    user_id: str | None
-    channel_id: str | None
-    guild_id: str | None
+    id: Annotated[str, BeforeValidator(_message_id)]
+    role: Annotated[MessageRole, BeforeValidator(_role)]
+    content: Annotated[str, BeforeValidator(_content)]
+    timestamp: Annotated[datetime | None, BeforeValidator(_timestamp)] = None
+    author: ExternalId = None
+    user_id: ExternalId = None
+    channel_id: ExternalId = None
+    guild_id: ExternalId = None
 
 
 @dataclass
@@ -50,15 +112,14 @@ class ImportReport:
     formation: FormationReport
 
 
-def _optional_str(value: Any, name: str, line_no: int) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InvalidInputError(f"line {line_no}: {name!r} must be a string")
-    text = str(value)
-    if len(text) > MAX_ID_CHARS:
-        raise InvalidInputError(f"line {line_no}: {name!r} is longer than {MAX_ID_CHARS} characters")
-    return text
+def _line_error(line_no: int, error: ValidationError) -> InvalidInputError:
+    """The first problem of a line, in one line naming it: what the user fixes first."""
+    problems = error.errors()
+    missing = [str(p["loc"][0]) for p in problems if p["type"] == "missing"]
+    if missing:
+        ordered = [field for field in REQUIRED_FIELDS if field in missing]
+        return InvalidInputError(f"line {line_no}: missing required field(s) {', '.join(ordered)}")
+    return InvalidInputError(f"line {line_no}: {problems[0]['msg']}")
 
 
 def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
@@ -76,46 +137,17 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
             raise InvalidInputError(f"line {line_no}: not valid JSON ({exc.msg})") from None
         if not isinstance(record, dict):
             raise InvalidInputError(f"line {line_no}: expected a JSON object")
-        missing = [key for key in ("id", "role", "content") if key not in record]
-        if missing:
-            raise InvalidInputError(f"line {line_no}: missing required field(s) {', '.join(missing)}")
-        message_id = _optional_str(record["id"], "id", line_no)
-        if message_id is None:
-            raise InvalidInputError(f"line {line_no}: 'id' is empty")
-        if record["role"] not in ("user", "assistant"):
-            raise InvalidInputError(f'line {line_no}: \'role\' must be "user" or "assistant"')
-        content = record["content"]
-        if not isinstance(content, str):
-            raise InvalidInputError(f"line {line_no}: 'content' must be a string")
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InvalidInputError(f"line {line_no}: 'content' is over {MAX_CONTENT_CHARS} characters")
-        if message_id in seen:
-            raise InvalidInputError(f"line {line_no}: id {message_id!r} appears twice in the file")
-        seen.add(message_id)
-        if not content.strip():
+        try:
+            line = TranscriptLine.model_validate({**record, "line_no": line_no})
+        except ValidationError as exc:
+            raise _line_error(line_no, exc) from None
+        if line.id in seen:
+            raise InvalidInputError(f"line {line_no}: id {line.id!r} appears twice in the file")
+        seen.add(line.id)
+        if not line.content.strip():
             skipped += 1
             continue
-        timestamp = None
-        if record.get("timestamp"):
-            try:
-                timestamp = datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00"))
-            except ValueError:
-                raise InvalidInputError(f"line {line_no}: 'timestamp' is not ISO-8601") from None
-            if timestamp.tzinfo is None:
-                timestamp = timestamp.replace(tzinfo=UTC)
-        lines.append(
-            TranscriptLine(
-                line_no=line_no,
-                id=message_id,
-                role=MessageRole(record["role"]),
-                content=content,
-                timestamp=timestamp,
-                author=_optional_str(record.get("author"), "author", line_no),
-                user_id=_optional_str(record.get("user_id"), "user_id", line_no),
-                channel_id=_optional_str(record.get("channel_id"), "channel_id", line_no),
-                guild_id=_optional_str(record.get("guild_id"), "guild_id", line_no),
-            )
-        )
+        lines.append(line)
     return lines, skipped
 
 
@@ -130,7 +162,7 @@ def read_transcript(path: Path) -> tuple[list[TranscriptLine], int]:
 
 
 class TranscriptImporter:
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], memory: MemoryService) -> None:
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], memory: MemoryFormation) -> None:
         self._sessionmaker = sessionmaker
         self._memory = memory
 
@@ -173,7 +205,7 @@ class TranscriptImporter:
                     role=line.role,
                     content=line.content,
                     created_at=line.timestamp or base,
-                    token_count=approx_tokens(line.content),
+                    token_count=count_tokens(line.content),
                 )
             )
         expected = sum(

@@ -7,13 +7,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory.formation.cleaning import (
-    approx_tokens,
-    clean_summary_output,
-    extractive_summary,
-    strip_chat_template_tokens,
-)
+from memory.formation.cleaning import clean_summary_output, strip_chat_template_tokens
+from memory.formation.extractive import extractive_summary
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.tokens import count_tokens
 from memory.types import ModelConfig
 
 log = logging.getLogger(__name__)
@@ -47,8 +44,12 @@ def summary_token_cap(input_tokens: int, *, floor: int, ceiling: int) -> int:
     return max(1, min(ceiling, max(floor, input_tokens // 2), input_tokens - 1))
 
 
-def split_into_chunks(text: str, max_tokens: int, count: Callable[[str], int] = approx_tokens) -> list[str]:
-    """Cut text at line, then sentence, then word boundaries into pieces of at most max_tokens."""
+def split_into_chunks(text: str, max_tokens: int, count: Callable[[str], int] = count_tokens) -> list[str]:
+    """Cut text at line, then sentence, then word boundaries into pieces of at most max_tokens.
+
+    Nothing is dropped or reordered: joining the pieces' words gives the text's words. Only a single
+    word longer than max_tokens makes a piece over budget.
+    """
     pieces: list[str] = []
     for line in text.splitlines():
         if count(line) <= max_tokens:
@@ -57,23 +58,27 @@ def split_into_chunks(text: str, max_tokens: int, count: Callable[[str], int] = 
         for sentence in re.split(r"(?<=[.!?])\s+", line):
             if count(sentence) <= max_tokens:
                 pieces.append(sentence)
-                continue
-            words = sentence.split()
-            step = max(1, max_tokens // 2)
-            pieces.extend(" ".join(words[i : i + step]) for i in range(0, len(words), step))
-    chunks: list[str] = []
+            else:
+                pieces.extend(_pack(sentence.split(), max_tokens, " ", count))
+    return [chunk for chunk in _pack(pieces, max_tokens, "\n", count) if chunk.strip()]
+
+
+def _pack(parts: list[str], max_tokens: int, separator: str, count: Callable[[str], int]) -> list[str]:
+    """Consecutive parts joined by separator into runs of at most max_tokens."""
+    runs: list[str] = []
     current: list[str] = []
     size = 0
-    for piece in pieces:
-        tokens = count(piece)
-        if current and size + tokens > max_tokens:
-            chunks.append("\n".join(current))
+    for part in parts:
+        tokens = count(part)
+        # The separator costs a token: token counts do not add up exactly across a join.
+        if current and size + 1 + tokens > max_tokens:
+            runs.append(separator.join(current))
             current, size = [], 0
-        current.append(piece)
-        size += tokens
+        size += tokens + (1 if current else 0)
+        current.append(part)
     if current:
-        chunks.append("\n".join(current))
-    return [c for c in chunks if c.strip()]
+        runs.append(separator.join(current))
+    return runs
 
 
 class ExchangeSummarizer:
@@ -97,7 +102,7 @@ class ExchangeSummarizer:
     ) -> SummaryResult:
         """A summary strictly shorter than `text`; never raises for LLM trouble."""
         source = strip_chat_template_tokens(text)
-        cap = summary_token_cap(approx_tokens(source), floor=self._min_tokens, ceiling=self._max_tokens)
+        cap = summary_token_cap(count_tokens(source), floor=self._min_tokens, ceiling=self._max_tokens)
         if cfg is None:
             return SummaryResult(self._extractive(source, cap), EXTRACTIVE)
         try:
@@ -123,18 +128,18 @@ class ExchangeSummarizer:
     async def _summarize_llm(
         self, source: str, cfg: ModelConfig, prompt: str | None, context: str, cap: int
     ) -> str:
-        if approx_tokens(source) <= self._input_tokens:
+        if count_tokens(source) <= self._input_tokens:
             return await self._call(source, cfg, prompt, context, cap)
         # Too long for one call: summarize chunks, then the summaries, never truncating silently.
         chunks = split_into_chunks(source, self._input_tokens)
         partials = []
         for chunk in chunks:
             chunk_cap = summary_token_cap(
-                approx_tokens(chunk), floor=self._min_tokens, ceiling=self._max_tokens
+                count_tokens(chunk), floor=self._min_tokens, ceiling=self._max_tokens
             )
             partials.append(await self._call(chunk, cfg, prompt, context, chunk_cap))
         combined = "\n".join(p for p in partials if p)
-        if approx_tokens(combined) >= approx_tokens(source):
+        if count_tokens(combined) >= count_tokens(source):
             combined = self._extractive(combined, cap)
         return await self._summarize_llm(combined, cfg, prompt, "", cap) if combined else ""
 

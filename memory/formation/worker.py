@@ -1,6 +1,6 @@
 """`personae worker`: form memories from the message log until stopped, alongside other workers.
 
-Workers claim conversations with FOR UPDATE SKIP LOCKED (see MemoryService._form_batch), so any
+Workers claim conversations with FOR UPDATE SKIP LOCKED (see memory.formation.forming), so any
 number of them can run against one database without doing the same exchange twice.
 """
 
@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import TYPE_CHECKING
 
-from memory.service import MemoryService
+if TYPE_CHECKING:
+    from memory.formation.forming import MemoryFormation
 
 log = logging.getLogger(__name__)
 
 
 async def run_worker(
-    memory: MemoryService, *, idle_seconds: float = 2.0, stop: asyncio.Event | None = None
+    memory: MemoryFormation, *, idle_seconds: float = 2.0, stop: asyncio.Event | None = None
 ) -> None:
     """Form pending memories, sleeping when there is nothing to do, until `stop` is set."""
     stop = stop or asyncio.Event()

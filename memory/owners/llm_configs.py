@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
-from memory.owners.personalities import ModelValidator, validate_litellm_model
+from memory.owners.personality_fields import ModelValidator, validate_litellm_model
 from models import LLMConfig
 
 MAX_CONFIG_NAME_LENGTH = 100

@@ -1,11 +1,12 @@
-"""Personalities: create, read, update; the owner rules live here, not in the cogs."""
+"""Personalities: create, read, update, delete; the owner rules live here, not in the cogs.
+
+Every change is announced to the listeners given to `subscribe` (the routing directory's cache of
+who can be addressed), right after it is committed.
+"""
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -13,73 +14,25 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from memory.owners.personality_fields import (
+    DEFAULT_MODEL_WORDS,
+    DEFAULT_PROMPT,
+    MAX_DISPLAY_NAME_LENGTH,
+    MAX_SUMMARIZER_PROMPT_LENGTH,
+    ModelChoice,
+    ModelValidator,
+    check_prompt,
+    parse_memory_mode,
+    slugify,
+    validate_avatar_url,
+    validate_litellm_model,
+)
 from memory.types import MemoryMode, PromptType
 from models import LLMConfig, Personality, SystemPrompt
 
-MAX_NAME_LENGTH = 64
-MAX_DISPLAY_NAME_LENGTH = 80
-MAX_PROMPT_LENGTH = 8000
-# A Discord modal text input holds at most 4000 characters; the summarizer prompt is edited in one.
-MAX_SUMMARIZER_PROMPT_LENGTH = 4000
-MAX_AVATAR_URL_LENGTH = 500
 MAX_PERSONALITIES_PER_OWNER = 25
 AUTOCOMPLETE_LIMIT = 25
-ModelValidator = Callable[[str], None]
-DEFAULT_PROMPT = "You are {display_name}. Stay in character, be concise and kind."
-
-
-def slugify(name: str) -> str:
-    """`Lilith the Wise` -> `lilith-the-wise`: the stable name used in commands and URLs."""
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9_]+", "-", ascii_name.lower()).strip("-_")
-    return slug[:MAX_NAME_LENGTH].strip("-_")
-
-
-def parse_memory_mode(value: str) -> MemoryMode:
-    try:
-        return MemoryMode(value.strip().lower())
-    except ValueError:
-        allowed = ", ".join(m.value for m in MemoryMode)
-        raise InvalidInputError(f"Unknown memory mode {value!r}; use one of: {allowed}.") from None
-
-
-def validate_litellm_model(model: str) -> None:
-    """Raise LLMConfigError unless litellm knows the model's provider (imports litellm on first use)."""
-    from memory.llm import LLMClient
-
-    LLMClient().validate_model(model)
-
-
-def validate_avatar_url(url: str | None) -> str | None:
-    if url is None or not url.strip():
-        return None
-    url = url.strip()
-    if not re.match(r"^https://[^\s/]+\.[^\s]+$", url) or len(url) > MAX_AVATAR_URL_LENGTH:
-        raise InvalidInputError(
-            f"The avatar must be an https:// image URL of at most {MAX_AVATAR_URL_LENGTH} characters."
-        )
-    return url
-
-
-def check_prompt(prompt: str, limit: int = MAX_PROMPT_LENGTH) -> str:
-    if len(prompt) > limit:
-        raise InvalidInputError(f"The prompt is {len(prompt)} characters; the limit is {limit}.")
-    return prompt
-
-
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
-    """What a personality's model setting resolves to: an admin-made config, a plain string, or neither."""
-
-    llm_config_id: int | None
-    model: str | None
-
-    @property
-    def is_default(self) -> bool:
-        return self.llm_config_id is None and self.model is None
-
-
-DEFAULT_MODEL_WORDS = ("", "default", "none")
+ChangeListener = Callable[[], None]
 
 
 class PersonalityService:
@@ -106,6 +59,15 @@ class PersonalityService:
         self.creator_ids = frozenset(creator_ids) if creator_ids is not None else None
         self._validate_model = validate_model
         self.max_per_owner = max_per_owner
+        self._listeners: list[ChangeListener] = []
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        """Call `listener` after every committed change to a personality (created, edited, deleted)."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
 
     # ------------------------------------------------------------------ permissions
 
@@ -201,6 +163,7 @@ class PersonalityService:
             if found is None:
                 raise
             return found, False
+        self._changed()
         return personality, True
 
     async def find(self, name: str) -> Personality | None:
@@ -212,13 +175,6 @@ class PersonalityService:
         personality = await self.find(name)
         if personality is None:
             raise NotFoundError(f"No personality named {name!r}; `personae personality list` shows them.")
-        return personality
-
-    async def get_by_id(self, personality_id: int) -> Personality:
-        async with self._sessionmaker() as session:
-            personality = await session.get(Personality, personality_id)
-        if personality is None:
-            raise NotFoundError(f"No personality with id {personality_id}.")
         return personality
 
     async def list(self, *, owner_id: str | None = None) -> Sequence[Personality]:
@@ -298,9 +254,6 @@ class PersonalityService:
             rows = (await session.execute(query.order_by(Personality.name).limit(limit))).all()
         return [(n, d) for n, d in rows]
 
-    async def list_owned(self, owner_id: str) -> Sequence[Personality]:
-        return await self.list(owner_id=owner_id)
-
     async def _update(self, name: str, actor: str | None, **values: object) -> Personality:
         personality = await self.get(name)
         self.require_manager(personality, actor)
@@ -310,6 +263,7 @@ class PersonalityService:
                 raise NotFoundError(f"No personality named {name!r}.")
             for key, value in values.items():
                 setattr(row, key, value)
+        self._changed()
         return await self.get_detailed(personality.name)
 
     async def edit(
@@ -357,10 +311,8 @@ class PersonalityService:
                 await session.execute(
                     delete(SystemPrompt).where(SystemPrompt.id == personality.summarizer_prompt_id)
                 )
+        self._changed()
         return personality
-
-    async def set_memory_enabled(self, name: str, *, actor: str | None, enabled: bool) -> Personality:
-        return await self._update(name, actor, memory_enabled=enabled)
 
     async def set_summarization(
         self, name: str, *, actor: str | None, enabled: bool, mode: MemoryMode | str | None = None
@@ -415,4 +367,5 @@ class PersonalityService:
                 session.add(stored)
                 await session.flush()
                 row.summarizer_prompt_id = stored.id
+        self._changed()
         return await self.get_detailed(name)

@@ -1,4 +1,4 @@
-"""A user's own memory preferences and controls: settings, the rolling-summary reset, JSONL export."""
+"""A user's own memory preferences and what they can take with them: settings, and the JSONL export."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from sqlalchemy import or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.conversations import Venue, clear_rolling_summary, find_conversation
 from memory.errors import InvalidInputError
 from memory.types import MemoryState, SummarizationPreference
 from models import Memory, Message, Personality, UserSettings
@@ -101,14 +100,6 @@ class UserSettingsService:
                     .order_by(Personality.name)
                 )
             ).all()
-
-    async def reset_conversation_summary(self, personality_id: int, venue: Venue) -> int:
-        """Clear the rolling summary of the personality's conversation in this venue; rows removed."""
-        async with self._sessionmaker.begin() as session:
-            conversation = await find_conversation(session, personality_id, venue)
-            if conversation is None:
-                return 0
-            return await clear_rolling_summary(session, conversation.id)
 
     async def export_lines(self, *, user_id: str, personality_id: int | None = None) -> list[str]:
         """The user's memories as JSONL in the shape `personae import` reads.

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from memory.llm import LLMConfigError, LLMUnavailableError, classify_llm_error, load_litellm
+from memory.llm import LLMConfigError, LLMUnavailableError, RetryPolicy, load_litellm
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ class LiteLLMEmbedder:
         timeout: float = 30.0,
         *,
         batch_size: int = 128,
-        max_retries: int = 2,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self._model = model
         self._api_base = api_base
@@ -160,7 +160,8 @@ class LiteLLMEmbedder:
         self._dimension = dimension
         self._timeout = timeout
         self._batch_size = batch_size
-        self._max_retries = max_retries
+        # Embedding runs off the chat path: a couple of quick retries, then the batch's memories wait.
+        self._retry = retry or RetryPolicy(max_retries=2)
 
     @property
     def model_name(self) -> str:
@@ -190,24 +191,26 @@ class LiteLLMEmbedder:
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         litellm = load_litellm()
-        try:
-            response = await litellm.aembedding(
+
+        async def attempt() -> Any:
+            return await litellm.aembedding(
                 model=self._model,
                 input=batch,
                 api_base=self._api_base,
                 api_key=self._api_key,
                 timeout=self._timeout,
-                # The OpenAI SDK's own short retries (429, 5xx, dropped connections) are enough here:
-                # embedding runs off the chat path, and a failed batch is retried with its memories.
-                max_retries=self._max_retries,
+                # Ours are the only retries: litellm's wrapper (num_retries) and the OpenAI SDK's.
+                num_retries=0,
+                max_retries=0,
             )
-        except Exception as exc:
-            failure = classify_llm_error(exc, self._timeout)
-            if failure is None:
-                raise
-            if failure.config_error:
-                raise LLMConfigError(f"Embedding model {self._model}: {failure.reason}") from exc
-            raise LLMUnavailableError(self._model, f"embedding failed: {failure.reason}") from exc
+
+        response = await self._retry.call(
+            self._model,
+            self._timeout,
+            attempt,
+            config_label="Embedding model",
+            reason_prefix="embedding failed: ",
+        )
         items = sorted(response.data, key=lambda item: _field(item, "index"))
         if len(items) != len(batch):
             raise LLMUnavailableError(self._model, f"returned {len(items)} embeddings for {len(batch)} texts")
@@ -234,8 +237,9 @@ def make_embedder(
     api_key: str | None = None,
     timeout: float = 30.0,
     dimension: int | None = None,
+    retry: RetryPolicy | None = None,
 ) -> Embedder:
     """The local model for "all-MiniLM-L6-v2" / "local/all-MiniLM-L6-v2", litellm for anything else."""
     if model in _LOCAL_ALIASES and api_base is None:
         return LocalEmbedder(model)
-    return LiteLLMEmbedder(model, api_base, api_key, dimension, timeout)
+    return LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)

@@ -1,5 +1,6 @@
-"""The chat cog driven through dpytest's fake gateway, with the real services behind it:
-rolled-back PostgreSQL, Qdrant Edge, the local embedder, and the chat LLM over HTTP on 127.0.0.1."""
+"""The chat cog, loaded as the bot loads it and driven through dpytest's fake gateway, with the real
+services behind it: PostgreSQL on a connection pool, Qdrant Edge, the local embedder, and the chat
+LLM over HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
-from unittest.mock import AsyncMock, MagicMock
+from unittest.mock import AsyncMock
 
 import discord
 import discord.ext.test as dpytest
@@ -16,10 +17,14 @@ from discord.ext.test import backend, factories
 from sqlalchemy import select
 
 from bot.client import PersonaeBot
-from bot.cogs.chat import ChatCog, PlainSender, WebhookSender
-from memory.chat.service import UNAVAILABLE_REPLY, Cooldown
+from bot.cogs.chat import CATCH_UP_TASK, ChatCog
+from bot.flood import FloodControl
+from bot.senders import WebhookSender
+from memory.chat.service import UNAVAILABLE_REPLY
 from models import Message, Personality
 from testkit.llm_server import Fail, LLMTestServer
+from tests.bot.test_senders import fake_webhook
+from tests.memory.chat.memories import remembered
 
 
 @pytest.fixture
@@ -34,31 +39,31 @@ async def bot(runtime: Any) -> AsyncIterator[PersonaeBot]:
     client._connection.member_cache_flags = discord.MemberCacheFlags.from_intents(intents)
     dpytest.configure(client, members=["Alice", "Bob"])
     client._connection.loop = asyncio.get_running_loop()  # dpytest leaves it unset; typing() needs it
-    # No catch-up timer: the test database is one connection, used by one task at a time.
-    await client.add_cog(ChatCog(client, runtime.chat, settings=runtime.settings, catch_up_interval=None))
+    await client.load_extension("bot.cogs.chat")
     yield client
-    await client.remove_cog("ChatCog")
+    await client.background.drain(keep_running=(CATCH_UP_TASK,))
+    await client.unload_extension("bot.cogs.chat")
+    await client.background.cancel_all()
     await dpytest.empty_queue()
 
 
 @pytest.fixture
 def cog(bot: PersonaeBot) -> ChatCog:
     found = bot.get_cog("ChatCog")
-    assert isinstance(found, ChatCog)
-    return found
+    # load_extension executes the module anew: its ChatCog is the one the bot holds.
+    assert isinstance(found, sys.modules["bot.cogs.chat"].ChatCog)
+    return found  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 async def lilith(runtime: Any) -> Personality:
     personality, _ = await runtime.personalities.create("Lilith", prompt="You are Lilith.")
-    runtime.chat.forget_cached_personalities()
     return personality
 
 
 @pytest.fixture
 async def sage(runtime: Any) -> Personality:
     personality, _ = await runtime.personalities.create("Sage", prompt="You are Sage.")
-    runtime.chat.forget_cached_personalities()
     return personality
 
 
@@ -78,12 +83,17 @@ def payloads(bot: PersonaeBot) -> list[dict[str, Any]]:
     return seen
 
 
+async def settle() -> None:
+    """Wait for the after-reply work the bot spawned (the catch-up timer never ends on its own)."""
+    client = dpytest.get_config().client
+    assert isinstance(client, PersonaeBot)
+    await client.background.drain(keep_running=(CATCH_UP_TASK,))
+
+
 async def say(content: str, **kwargs: Any) -> discord.Message:
-    """Send as a user and let the after-reply work finish (it shares the test's one connection)."""
+    """Send as a user and let the after-reply work finish, as a user would see it done."""
     message = await dpytest.message(content, **kwargs)
-    cog = dpytest.get_config().client.get_cog("ChatCog")
-    assert isinstance(cog, ChatCog)
-    await cog.wait_idle()
+    await settle()
     return message
 
 
@@ -128,7 +138,7 @@ async def test_bound_channel_answers_as_the_personality_in_bold_without_webhooks
     channel = dpytest.get_config().channels[0]
     await bind(runtime, lilith, channel)
     user_message = await say("hello there", channel=channel)
-    await cog.wait_idle()
+    await settle()
     [reply] = sent_messages()
     assert reply.content == "**Lilith**\nWelcome to the library."
     stored = await rows(runtime)
@@ -155,7 +165,7 @@ async def test_two_personalities_in_one_channel(
     await say("Sage, how is the garden?", channel=channel)
     await say("@Lilith any new maps?", channel=channel)
     await say("and you?", channel=channel)  # no name: the first binding answers
-    await cog.wait_idle()
+    await settle()
     names = [m.content.split("\n", 1)[0] for m in sent_messages()]
     assert names == ["**Sage**", "**Lilith**", "**Lilith**"]
 
@@ -188,7 +198,7 @@ async def test_model_output_never_pings(
 ) -> None:
     llm_server.responder = lambda body: "@everyone look! <@123> and <@&456> too"
     await say("Lilith, ping people", channel=0)
-    await cog.wait_idle()
+    await settle()
     [reply] = sent_messages()
     assert "@everyone" in reply.content
     assert payloads and all(p["allowed_mentions"] == {"parse": []} for p in payloads)
@@ -200,7 +210,7 @@ async def test_long_replies_are_split_and_each_part_stored(
     paragraph = "The northern maps were drawn by monks who never saw the sea. " * 20
     llm_server.responder = lambda body: f"{paragraph.strip()}\n\n{paragraph.strip()}\n\n{paragraph.strip()}"
     await say("Lilith, tell me everything", channel=0)
-    await cog.wait_idle()
+    await settle()
     parts = sent_messages()
     assert len(parts) >= 2
     assert all(len(p.content) <= 2000 for p in parts)
@@ -214,7 +224,7 @@ async def test_llm_failure_sends_a_notice_and_keeps_the_message(
     runtime.llm.backoff_base = 0.0
     llm_server.script(Fail(500), Fail(500))
     await say("Lilith, are you there?", channel=0)
-    await cog.wait_idle()
+    await settle()
     [notice] = sent_messages()
     assert UNAVAILABLE_REPLY in notice.content
     assert [m.role for m in await rows(runtime)] == ["user"]
@@ -223,14 +233,14 @@ async def test_llm_failure_sends_a_notice_and_keeps_the_message(
 async def test_cooldown_sends_one_polite_notice(
     bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality
 ) -> None:
-    cog.cooldown = Cooldown(messages=1, seconds=60)
+    cog.flood = FloodControl(messages=1, seconds=60)
     await say("Lilith, one", channel=0)
     await say("Lilith, two", channel=0)
     await say("Lilith, three", channel=0)
-    await cog.wait_idle()
+    await settle()
     contents = [m.content for m in sent_messages()]
     assert len(contents) == 2
-    assert "a little fast" in contents[1]
+    assert "a little fast" in contents[1] and "please wait 60 s" in contents[1]
     assert [m.content for m in await rows(runtime) if m.role == "user"] == ["Lilith, one"]
 
 
@@ -244,7 +254,7 @@ async def test_dm_with_a_chosen_personality(
     assert sent_messages() == []  # no personality chosen in this DM yet
     await bind(runtime, sage, dm)
     await say("hi again", channel=dm, member=member)
-    await cog.wait_idle()
+    await settle()
     [reply] = sent_messages()
     assert reply.content == "**Sage**\nHello from the garden."
     conversation_rows = await rows(runtime)
@@ -274,7 +284,9 @@ async def test_failed_formation_adds_no_reaction_and_is_retried(
     monkeypatch.setattr(memory, "form_pending", real_form)
     assert await cog.catch_up() == 1
     assert str(user_message.id) in [
-        i for m in await memory.export(user_id=str(user_message.author.id)) for i in m["source_message_ids"]
+        i
+        for m in await remembered(runtime.user_settings, str(user_message.author.id))
+        for i in m["source_message_ids"]
     ]
 
 
@@ -283,24 +295,11 @@ async def test_no_reaction_when_disabled(
 ) -> None:
     bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
     cog.settings = cog.settings.model_copy(update={"remembered_reaction": ""})
-    await say("Lilith, remember this quietly.", channel=0)
+    user_message = await say("Lilith, remember this quietly.", channel=0)
     bot.http.add_reaction.assert_not_awaited()
-
-
-def fake_webhook(ids: list[int]) -> MagicMock:
-    webhook = MagicMock(spec=discord.Webhook)
-    webhook.name = "TestBot personalities"
-    webhook.token = "token"
-
-    async def send(content: str, **kwargs: Any) -> MagicMock:
-        sent = MagicMock(spec=discord.WebhookMessage)
-        sent.id = 9_000_000 + len(ids)
-        sent.content = content
-        ids.append(sent.id)
-        return sent
-
-    webhook.send = AsyncMock(side_effect=send)
-    return webhook
+    # Remembered all the same: only the reaction is off.
+    memories = await remembered(runtime.user_settings, str(user_message.author.id))
+    assert [m["source_message_ids"][0] for m in memories] == [str(user_message.id)]
 
 
 async def test_webhook_path_and_reply_routing(
@@ -316,7 +315,7 @@ async def test_webhook_path_and_reply_routing(
     assert isinstance(sender, WebhookSender)
     sender._webhooks[channel.id] = webhook
     await say("Lilith, hello", channel=channel)
-    await cog.wait_idle()
+    await settle()
     assert sent_messages() == []  # nothing through the bot's own account
     kwargs = webhook.send.await_args.kwargs
     assert kwargs["username"] == "Lilith"
@@ -328,55 +327,6 @@ async def test_webhook_path_and_reply_routing(
     reference = {"message_id": ids[0], "channel_id": channel.id, "guild_id": channel.guild.id}
     raw_message("and then?", channel, member, message_reference=reference)
     await dpytest.run_all_events()
-    await cog.wait_idle()
+    await settle()
     assert webhook.send.await_count == 2
     assert webhook.send.await_args.kwargs["username"] == "Lilith"
-
-
-async def test_webhook_sender_reuses_one_webhook_and_uses_the_parent_for_threads() -> None:
-    ids: list[int] = []
-    existing = fake_webhook(ids)
-    parent = MagicMock(spec=discord.TextChannel)
-    parent.id = 10
-    parent.webhooks = AsyncMock(return_value=[existing])
-    parent.create_webhook = AsyncMock()
-    thread = MagicMock(spec=discord.Thread)
-    thread.id = 11
-    thread.parent = parent
-    sender = WebhookSender("TestBot personalities")
-    await sender.send(parent, "one", name="Lilith", avatar_url="https://example.com/a.png")
-    await sender.send(thread, "two", name="Lilith", avatar_url=None)
-    parent.webhooks.assert_awaited_once()
-    parent.create_webhook.assert_not_awaited()
-    assert existing.send.await_args_list[0].kwargs["avatar_url"] == "https://example.com/a.png"
-    assert existing.send.await_args_list[1].kwargs["thread"] is thread
-
-
-async def test_webhook_sender_creates_a_webhook_when_none_is_ours() -> None:
-    ids: list[int] = []
-    created = fake_webhook(ids)
-    foreign = MagicMock(spec=discord.Webhook)
-    foreign.name = "someone else"
-    foreign.token = "t"
-    channel = MagicMock(spec=discord.TextChannel)
-    channel.id = 20
-    channel.webhooks = AsyncMock(return_value=[foreign])
-    channel.create_webhook = AsyncMock(return_value=created)
-    sent = await WebhookSender("TestBot personalities").send(
-        channel, "x" * 4500, name="Sage", avatar_url=None
-    )
-    channel.create_webhook.assert_awaited_once_with(name="TestBot personalities")
-    assert len(sent) == 3
-
-
-async def test_plain_sender_keeps_the_header_within_the_limit() -> None:
-    channel = MagicMock(spec=discord.TextChannel)
-    channel.send = AsyncMock(side_effect=lambda content, **kwargs: MagicMock(content=content))
-    sent = await PlainSender().send(channel, "y" * 3990, name="Lilith", avatar_url=None)
-    contents = [call.args[0] for call in channel.send.await_args_list]
-    assert contents[0].startswith("**Lilith**\n")
-    assert all(len(c) <= 2000 for c in contents)
-    assert len(sent) == 3
-    assert all(
-        call.kwargs["allowed_mentions"].to_dict() == {"parse": []} for call in channel.send.await_args_list
-    )

@@ -9,12 +9,13 @@ from typing import Any
 from discord import app_commands
 
 from bot.client import EXTENSIONS
-from tests.bot.interactions import open_harness
+from tests.bot.interactions import APP_ID, DiscordHarness, open_harness
 
 NAME = re.compile(r"^[-_\w]{1,32}$")
-EXPECTED = {
-    "memory": {"status", "settings", "search", "forget", "export", "reset"},
-    "personality": {
+# Each group's subcommands in the order they are published.
+ORDER = {
+    "memory": ["status", "settings", "search", "forget", "export", "reset"],
+    "personality": [
         "create",
         "edit",
         "info",
@@ -26,8 +27,9 @@ EXPECTED = {
         "resummarize",
         "activate",
         "deactivate",
-    },
+    ],
 }
+EXPECTED = {group: set(names) for group, names in ORDER.items()}
 
 
 def walk(command: Any) -> Iterator[Any]:
@@ -90,3 +92,19 @@ async def test_sync_publishes_the_tree_to_one_guild(runtime: Any) -> None:
         assert route.endswith("guilds/4242/commands")
         personality = next(c for c in commands if c["name"] == "personality")
         assert {o["name"] for o in personality["options"]} == EXPECTED["personality"]
+
+
+async def test_publishing_needs_no_runtime() -> None:
+    """`personae sync-commands` publishes the slash commands without the database or the index."""
+    from bot.client import CommandPublisher, sync_command_tree
+
+    async with CommandPublisher() as client:
+        await client.setup_hook()  # what login does: loads the slash-command extensions
+        assert not hasattr(client, "runtime")
+        harness = DiscordHarness(client, client.tree)
+        names = await sync_command_tree(client, None)
+        assert sorted(names) == ["memory", "personality"]
+        [(route, commands)] = harness.http.synced.items()
+        assert route.endswith(f"applications/{APP_ID}/commands")
+        for command in commands:
+            assert [o["name"] for o in command["options"]] == ORDER[command["name"]]

@@ -124,7 +124,7 @@ async def test_search_returns_own_memories_with_ids(
 
 async def test_forget_one_never_comes_back(harness: DiscordHarness, runtime: Any, sage: Personality) -> None:
     await seed_memories(runtime, sage, str(ALICE))
-    memory = runtime.require_memory()
+    memory = runtime.memory
     [dog] = [m for m in await live_memories(runtime, ALICE) if "Biscuit" in m.content]
     # Bob can't forget Alice's memory.
     refused = await harness.command("memory forget", user=BOB, memory=str(dog.id))
@@ -135,7 +135,7 @@ async def test_forget_one_never_comes_back(harness: DiscordHarness, runtime: Any
         personality_id=sage.id, user_id=str(ALICE), query="dog Biscuit beach", limit=5
     )
     assert dog.id not in {m.id for m in recalled}
-    assert dog.id not in await memory._index.ids(sage.id)
+    assert dog.id not in await memory._store.index.ids(sage.id)
     assert len(await live_memories(runtime, ALICE)) == 2
     bad = await harness.command("memory forget", user=ALICE, memory="not-an-id")
     assert "is not a memory id" in bad.text
@@ -151,9 +151,7 @@ async def test_forget_all_asks_first(harness: DiscordHarness, runtime: Any, sage
     assert "Deleted 3 memories" in asked.reply.content
     assert await live_memories(runtime, ALICE) == []
     assert len(await live_memories(runtime, BOB)) == 3
-    assert await runtime.require_memory()._index.ids(sage.id) == {
-        m.id for m in await live_memories(runtime, BOB)
-    }
+    assert await runtime.memory._store.index.ids(sage.id) == {m.id for m in await live_memories(runtime, BOB)}
     none_left = await harness.command("memory forget", user=ALICE, memory="all")
     assert "You have no memories" in none_left.text
 
@@ -181,7 +179,7 @@ async def test_export_is_importable_jsonl_of_own_memories(
     assert "no memories to export" in empty.text
 
 
-async def test_reset_clears_the_rolling_summary_here(
+async def test_reset_clears_the_rolling_summary_and_title_here(
     harness: DiscordHarness, runtime: Any, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE), guild_id=str(GUILD), channel_id="501")
@@ -216,6 +214,8 @@ async def test_reset_clears_the_rolling_summary_here(
     async with runtime.sessionmaker() as session:
         assert await session.scalar(select(func.count(Summary.id))) == 0
     assert len(await live_memories(runtime, ALICE)) == 3  # long-term memories untouched
+    status = await harness.command("memory status", user=ALICE, guild=GUILD, channel=501, personality="sage")
+    assert "Conversation here:" not in status.text  # the one reset clears the title too
     unnamed = await harness.command("memory reset", user=ALICE, guild=GUILD, channel=501)
     assert "Name the personality" in unnamed.text
 

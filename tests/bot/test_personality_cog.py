@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from memory.owners.personalities import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
+from memory.owners.personality_fields import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
 from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
 from tests.bot.interactions import MANAGE_CHANNELS, DiscordHarness, open_harness
 from tests.bot.seeding import seed_memories
@@ -168,7 +168,7 @@ async def test_delete_asks_then_deletes(harness: DiscordHarness, runtime: Any) -
     lilith = await stored(runtime, "lilith")
     assert lilith is not None
     assert await seed_memories(runtime, lilith, "201") == 3
-    index = runtime.require_memory()._index
+    index = runtime.memory._store.index
     assert len(await index.ids(lilith.id)) == 3
     asked = await harness.command("personality delete", user=OWNER, personality="lilith")
     assert asked.reply.ephemeral
@@ -221,7 +221,6 @@ async def test_summarizer_model_by_config_allow_list_or_refusal(
     harness: DiscordHarness, runtime: Any
 ) -> None:
     await create(harness, "Lilith")
-    assert runtime.llm_configs is not None
     config = await runtime.llm_configs.add(
         "cheap", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key_env="CHEAP_KEY"
     )

@@ -8,7 +8,8 @@ import sys
 import aiohttp
 import pytest
 
-from memory.llm import DEFAULT_CONTEXT_WINDOW, LLMClient, LLMConfigError, LLMUnavailableError
+from memory.llm import DEFAULT_CONTEXT_WINDOW, LLMClient, LLMConfigError, LLMUnavailableError, load_litellm
+from memory.tokens import count_message_tokens, count_tokens
 from memory.types import ModelConfig
 from testkit.llm_server import Drop, Fail, LLMTestServer, Reply, Stall
 
@@ -94,7 +95,7 @@ async def test_retry_after_is_honoured_and_capped(llm_server: LLMTestServer) -> 
     async def record(delay: float) -> None:
         delays.append(delay)
 
-    llm._sleep = record
+    llm.retry.sleep = record
     llm_server.script(Fail(429, retry_after=0.25), Fail(429, retry_after=120))
     await llm.complete(config(llm_server), MESSAGES)
     assert delays == [0.25, 0.5]
@@ -189,14 +190,14 @@ def test_validate_model() -> None:
 @pytest.mark.parametrize(
     "model", ["openai/test-model", "gpt-4o-mini", "ollama/llama3.1", "huggingface/meta-llama/Llama-3-8b"]
 )
-def test_count_tokens_offline(model: str) -> None:
-    # Llama-3 names would make litellm fetch a tokenizer from the Hugging Face hub; this must not.
-    llm = LLMClient()
-    text_tokens = llm.count_tokens(model, text="Alice moved to Lisbon in May.")
-    message_tokens = llm.count_tokens(model, messages=MESSAGES)
+def test_token_counts_stay_offline_once_litellm_is_loaded(model: str) -> None:
+    # Llama-3 names would make litellm fetch a tokenizer from the Hugging Face hub; load_litellm forbids it.
+    load_litellm()
+    text_tokens = count_tokens("Alice moved to Lisbon in May.", model)
+    message_tokens = count_message_tokens(MESSAGES, model)
     assert 5 <= text_tokens <= 12
     assert message_tokens > text_tokens
-    assert llm.count_tokens(model) == 0
+    assert count_tokens("", model) == 0
 
 
 def test_context_window() -> None:

@@ -4,6 +4,7 @@ embedding model, and the summarizer LLM reached over HTTP on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,9 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.llm import LLMClient
+from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
 from memory.owners.personalities import PersonalityService
+from memory.owners.user_settings import UserSettingsService
+from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
-from memory.recall.index import EdgeVectorIndex, VectorIndex
+from memory.recall.index import VectorIndex
 from memory.service import MemoryService
 from memory.types import IndexPoint, MessageRole, ModelConfig
 from models import Memory, Message, Personality, UserSettings
@@ -64,6 +68,24 @@ async def index(tmp_path: Path) -> AsyncIterator[VectorIndex]:
     await index.close()
 
 
+def deployment_summarizer(cfg: ModelConfig | None) -> ModelConfigResolver:
+    """The deployment's summarizer is `cfg` (None: no summarizer model, extractive summaries)."""
+    none = ModelConfigResolver.none()
+    if cfg is None:
+        return none
+    defaults = RoleDefaults(
+        cfg.model, cfg.api_base, cfg.api_key, cfg.temperature, cfg.max_tokens, cfg.timeout
+    )
+    return ModelConfigResolver(chat_defaults=none.chat_defaults, summarizer_defaults=defaults)
+
+
+async def exported_memories(sessionmaker: async_sessionmaker[AsyncSession], user_id: str) -> list[Any]:
+    """The memory records of the user's JSONL export (the one `/memory export` sends)."""
+    lines = await UserSettingsService(sessionmaker).export_lines(user_id=user_id)
+    records = [json.loads(line) for line in lines]
+    return [r["memory"] for r in records if "memory" in r]
+
+
 def make_service(
     sessionmaker: async_sessionmaker[AsyncSession],
     index: VectorIndex,
@@ -79,7 +101,7 @@ def make_service(
         summarizer=ExchangeSummarizer(
             llm, max_tokens=120, min_tokens=16, input_tokens=kwargs.pop("input_tokens", 3000)
         ),
-        default_summarizer=cfg,
+        models=deployment_summarizer(cfg),
         min_summarize_tokens=kwargs.pop("min_summarize_tokens", 25),
         **kwargs,
     )
@@ -500,7 +522,7 @@ async def test_forgotten_memory_never_returns(
     assert row is not None and row.state == "deleted" and row.content == ""
     assert not (await service.check_drift()).drift
     assert await service.forget(user_id="u1", personality_id=p.id) == 1  # the tea one
-    assert await service.export(user_id="u1") == []
+    assert await UserSettingsService(sessionmaker).export_lines(user_id="u1") == []
 
 
 async def test_stats_reindex_and_drift(
@@ -521,8 +543,24 @@ async def test_stats_reindex_and_drift(
     assert (await service.check_drift()).missing_from_index == 1
     assert await service.reindex() == 1
     assert not (await service.check_drift()).drift
-    exported = await service.export(user_id="u1")
+    exported = await exported_memories(sessionmaker, "u1")
     assert exported[0]["source_message_ids"] == ["m0", "m1"] and exported[0]["personality"] == "sage"
+
+
+async def test_storage_figures_compare_characters_with_characters(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    # Verbatim memories store exactly their source: accented and emoji text must show no saving,
+    # as it would if the source were counted in bytes and the stored text in characters.
+    p = await add_personality(sessionmaker, "Lilith")
+    await add_chat(sessionmaker, p, [("user", "Café naïve ☕ à Zürich 🌸"), ("assistant", "Très bien ✨")])
+    await service.form_pending()
+    [memory] = await memories(sessionmaker)
+    assert memory.source_chars == len(memory.content) < len(memory.content.encode())
+    stats = await service.stats(personality_id=p.id)
+    [row] = stats.rows
+    assert row.source_chars == row.stored_chars == len(memory.content)
+    assert stats.saving_percent == 0.0
 
 
 async def test_resummarize_upgrades_extractive_memories(
@@ -602,3 +640,28 @@ async def test_reindex_after_changing_the_embedding_model(
     assert not (await switched.check_drift()).drift
     found = await switched.recall(personality_id=p.id, user_id="u1", query="Pixel")
     assert [m.id for m in found] == [memory.id]
+
+
+async def test_a_message_is_stored_while_formation_summarizes_its_conversation(
+    committed_sessionmaker: async_sessionmaker[AsyncSession],
+    index: VectorIndex,
+    embedder: Embedder,
+    llm_server: LLMTestServer,
+    summarizer_cfg: ModelConfig,
+) -> None:
+    """The chat path stores a user's next message at once, however long formation's LLM call takes."""
+    service = make_service(committed_sessionmaker, index, embedder, LLMClient(max_retries=0), summarizer_cfg)
+    p = await add_personality(committed_sessionmaker, "slowsum", "summarized")
+    await add_chat(committed_sessionmaker, p, [("user", LONG_USER), ("assistant", LONG_REPLY)])
+    llm_server.latency = 1.5
+    forming = asyncio.create_task(service.form_pending())
+    # Formation holds its claim while it waits on the summarizer (the server's log is polled).
+    while not llm_server.requests:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    # Storing must not wait for the claim: a plain FOR UPDATE claim would block this insert ~1.5 s.
+    await asyncio.wait_for(
+        add_chat(committed_sessionmaker, p, [("user", "And one more thing!")], start=10), timeout=1.0
+    )
+    assert not forming.done()
+    report = await forming
+    assert report.memories == 1

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.chat.rolling import RollingSummarizer, fallback_title
-from memory.conversations import NewMessage, Venue, clear_rolling_summary, ensure_conversation, store_messages
+from memory.conversations import NewMessage, Venue, ensure_conversation, reset_conversation, store_messages
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
@@ -208,7 +208,9 @@ async def test_reset_during_a_pass_wins(
     async def summarize_then_reset(*args: Any) -> tuple[str, str]:
         result = await original(*args)
         async with sessionmaker.begin() as session:
-            await clear_rolling_summary(session, conversation)
+            row = await session.get(Conversation, conversation)
+            assert row is not None
+            await reset_conversation(session, row.personality_id, Venue("1", "2", "3"))
         return result
 
     summarizer._summarize = summarize_then_reset  # type: ignore[method-assign]

@@ -1,10 +1,14 @@
-"""Routing: which personality a message addresses."""
+"""Routing: which personality a message addresses, and the directory that knows who can be addressed."""
 
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.chat.routing import Addressee, RouteReason, find_named, route_message
+from memory.chat.routing import Addressee, RouteReason, RoutingDirectory, find_named, route_message
+from memory.owners.personalities import PersonalityService
+from models import Personality
 
 LILITH = Addressee(id=1, name="lilith", display_name="Lilith")
 SAGE = Addressee(id=2, name="sage", display_name="Sage")
@@ -60,3 +64,25 @@ def test_binding_oldest_first() -> None:
 
 def test_nothing_addresses() -> None:
     assert route_message("just chatting", personalities=ALL) is None
+
+
+async def test_directory_caches_names_and_forgets_them_at_each_change(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    personalities = PersonalityService(sessionmaker)
+    directory = RoutingDirectory(sessionmaker)
+    personalities.subscribe(directory.invalidate)
+    lilith, _ = await personalities.create("Lilith")
+    assert await directory.route("Lilith, hi", channel_ids=["1"]) is not None
+    # Cached: a row removed behind the service's back is still routed to, until the cache expires.
+    async with sessionmaker.begin() as session:
+        await session.execute(delete(Personality).where(Personality.id == lilith.id))
+    assert await directory.route("Lilith, hi", channel_ids=["1"]) is not None
+    # A change through the service is seen at once.
+    sage, _ = await personalities.create("Sage")
+    assert await directory.route("Lilith, hi", channel_ids=["1"]) is None
+    await personalities.edit("sage", actor=None, display_name="Old Sage")
+    route = await directory.route("Old Sage, hi", channel_ids=["1"])
+    assert route is not None and route.personality.id == sage.id and route.text == "hi"
+    await personalities.delete("sage", actor=None)
+    assert await directory.route("Old Sage, hi", channel_ids=["1"]) is None

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from memory.chat.rolling import summary_text
 from memory.chat.routing import RouteReason
 from memory.chat.service import (
     MISCONFIGURED_REPLY,
@@ -14,11 +15,15 @@ from memory.chat.service import (
     UNAVAILABLE_REPLY,
     ChatRequest,
     ChatService,
-    Cooldown,
+    PreparedReply,
 )
+from memory.conversations import Venue, reset_conversation
 from memory.llm import LLMClient
+from memory.owners.model_configs import ModelConfigResolver
+from memory.tokens import count_message_tokens
 from models import LLMConfig, Message, Personality
 from testkit.llm_server import Fail, LLMTestServer
+from tests.memory.chat.memories import remembered
 
 counter = iter(range(10_000, 1_000_000))
 
@@ -94,7 +99,7 @@ async def test_unknown_model_gives_the_misconfigured_notice(
 
 
 async def test_no_chat_model_says_which_variable_to_set(runtime: Any, lilith: Personality) -> None:
-    chat = ChatService(runtime.sessionmaker, llm=LLMClient())
+    chat = ChatService(runtime.sessionmaker, llm=LLMClient(), models=ModelConfigResolver.none())
     reply = await chat.reply(request(lilith, "hi"))
     assert not reply.ok and reply.text == NO_CHAT_MODEL and "CHAT_MODEL" in NO_CHAT_MODEL
 
@@ -132,7 +137,7 @@ async def test_prompt_stays_within_a_small_context_window(
         reply = await runtime.chat.reply(request(lilith, f"Message {i}: tell me about the northern maps."))
         assert reply.ok
         assert reply.prepared.context is not None
-        counted = runtime.llm.count_tokens("openai/test-chat", messages=llm_server.requests[-1]["messages"])
+        counted = count_message_tokens(llm_server.requests[-1]["messages"], "openai/test-chat")
         assert counted <= 300  # 75% of 400
         assert reply.prepared.context.tokens == counted
     assert reply.prepared.context.history_dropped > 0
@@ -150,7 +155,6 @@ async def test_reply_routes_back_to_the_personality(runtime: Any, lilith: Person
 
 async def test_bound_channel_and_named_personality(runtime: Any, lilith: Personality) -> None:
     sage, _ = await runtime.personalities.create("Sage")
-    runtime.chat.forget_cached_personalities()
     await runtime.bindings.bind(personality_id=lilith.id, channel_id="700", guild_id="500", user_id="1")
     await runtime.bindings.bind(personality_id=sage.id, channel_id="700", guild_id="500", user_id="1")
     route = await runtime.chat.route("hello all", channel_ids=["700"])
@@ -189,86 +193,73 @@ async def test_crash_before_formation_is_caught_up(runtime: Any, lilith: Persona
     assert again.remembered_message_ids == []
 
 
+async def test_personality_changes_reach_routing_at_once(runtime: Any, lilith: Personality) -> None:
+    assert await runtime.chat.route("Lilith, hello", channel_ids=["800"]) is not None  # names now cached
+    await runtime.personalities.edit("lilith", actor=None, display_name="Lady Lilith")
+    route = await runtime.chat.route("Lady Lilith, hello", channel_ids=["800"])
+    assert route is not None and route.personality.id == lilith.id and route.text == "hello"
+    sage, _ = await runtime.personalities.create("Sage")
+    route = await runtime.chat.route("Sage, hello", channel_ids=["800"])
+    assert route is not None and route.personality.id == sage.id
+    await runtime.personalities.delete("sage", actor=None)
+    assert await runtime.chat.route("Sage, hello", channel_ids=["800"]) is None
+
+
 async def test_reset_clears_summary_and_title(runtime: Any, lilith: Personality) -> None:
     runtime.chat._rolling.threshold_tokens = 1
     runtime.chat._rolling.min_messages = 2
     reply = await runtime.chat.reply(request(lilith, "We planned a trip to the castle on Friday."))
-    update = await runtime.chat.update_summary(reply.prepared.conversation_id)
-    assert update is not None
+    report = await runtime.chat.after_reply(reply.prepared.conversation_id)
+    assert report.summary is not None and report.summary.title
     where = {"personality_id": lilith.id, "guild_id": "500", "channel_id": "600", "user_id": "1001"}
-    assert await runtime.chat.conversation_title(**where)
+    assert await runtime.chat.conversation_title(**where) == report.summary.title
     assert await runtime.chat.reset_conversation(**where) == 1
     assert await runtime.chat.conversation_title(**where) is None
-    assert await runtime.chat._rolling.summary_text(reply.prepared.conversation_id) is None
+    async with runtime.sessionmaker() as session:
+        assert await summary_text(session, reply.prepared.conversation_id) is None
+    # Nothing left to clear: the reset says so, and memories of the conversation stay.
+    assert await runtime.chat.reset_conversation(**where) == 0
+    assert await remembered(runtime.user_settings, "1001") != []
 
 
-def test_cooldown_allows_a_burst_then_notifies_once() -> None:
-    now = [0.0]
-    cooldown = Cooldown(messages=3, seconds=10.0, clock=lambda: now[0])
-    assert [cooldown.hit("u") for _ in range(3)] == [(True, False)] * 3
-    assert cooldown.hit("u") == (False, True)
-    assert cooldown.hit("u") == (False, False)
-    assert cooldown.hit("other") == (True, False)
-    assert cooldown.retry_after("u") == pytest.approx(10.0)
-    now[0] = 10.5
-    assert cooldown.hit("u") == (True, False)
-
-
-async def test_terminal_chat_streams_stores_and_remembers(
-    runtime: Any,
-    lilith: Personality,
-    llm_server: LLMTestServer,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+async def test_a_reset_in_flight_does_not_hold_back_the_exchange_memory(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    import argparse
-    import io
-
-    from bot.cli import cmd_chat
-
-    llm_server.responder = lambda body: "Biscuit is a fine name."
-    monkeypatch.setattr("sys.stdin", io.StringIO("My dog is called Biscuit.\n/reset\n/quit\n"))
-    args = argparse.Namespace(personality="lilith", user="42", name="Sam")
-    await cmd_chat(args, runtime)
-    out = capsys.readouterr().out
-    assert "Lilith> Biscuit is a fine name." in out
-    assert "conversation summary cleared" in out
-    memories = await runtime.memory.export(user_id="42")
-    assert [m["content"] for m in memories] == [
-        "Sam: My dog is called Biscuit.\nLilith: Biscuit is a fine name."
-    ]
+    """Formation claims a conversation with SKIP LOCKED: a reset running beside it (as /reset right
+    after a reply does) must not lock the conversation when there is no title to clear."""
+    llm_server.responder = lambda body: "A lighthouse keeper, how romantic."
+    req = request(lilith, "My grandfather kept the lighthouse at Porto.")
+    reply = await runtime.chat.reply(req, reply_id="r-light")
+    venue = Venue(guild_id="500", channel_id="600", user_id="1001")
+    async with runtime.sessionmaker.begin() as session:
+        assert await reset_conversation(session, lilith.id, venue) == 0
+        report = await runtime.chat.after_reply(reply.prepared.conversation_id)
+    assert report.remembered_message_ids == [req.message_id]
 
 
-async def test_terminal_chat_without_a_model_names_the_variable(runtime: Any, lilith: Personality) -> None:
-    import argparse
-
-    from bot.cli import CommandError, cmd_chat
-
-    runtime.chat = ChatService(runtime.sessionmaker, llm=LLMClient())
-    with pytest.raises(CommandError, match="CHAT_MODEL"):
-        await cmd_chat(argparse.Namespace(personality="lilith", user="1", name="Sam"), runtime)
-
-
-async def test_recall_overlaps_the_database_work_on_a_pool(
-    committed_sessionmaker: Any, engine: Any, embedder: Any, llm_server: LLMTestServer, tmp_path: Any
+async def test_recall_runs_beside_the_storing_of_the_message(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.runtime import build_memory_services
-    from memory.settings import load_settings
+    llm_server.responder = lambda body: "Noted."
+    first = await runtime.chat.reply(request(lilith, "My favourite tea is lapsang souchong."), reply_id="t1")
+    await runtime.chat.after_reply(first.prepared.conversation_id)
+    events: list[str] = []
+    store, recall = runtime.chat.store_user_message, runtime.memory.recall
 
-    settings = load_settings(
-        personae_data_dir=tmp_path / "data",
-        chat_model="openai/test-chat",
-        chat_api_base=llm_server.base_url,
-        chat_api_key="test",
-        llm_timeout=5.0,
-    )
-    async with build_memory_services(settings, engine, committed_sessionmaker, embedder=embedder) as pooled:
-        assert pooled.chat.overlap_recall
-        lilith, _ = await pooled.personalities.create("Lilith")
-        llm_server.responder = lambda body: "Noted."
-        first = await pooled.chat.reply(
-            request(lilith, "My favourite tea is lapsang souchong."), reply_id="t1"
-        )
-        await pooled.chat.after_reply(first.prepared.conversation_id)
-        await pooled.chat.reply(request(lilith, "Which tea do I like?"))
-        assert "lapsang souchong" in llm_server.requests[-1]["messages"][0]["content"]
+    async def storing(req: ChatRequest) -> PreparedReply:
+        events.append("store started")
+        try:
+            return await store(req)
+        finally:
+            events.append("store finished")
+
+    async def recalling(**kwargs: Any) -> Any:
+        events.append("recall started")
+        return await recall(**kwargs)
+
+    monkeypatch.setattr(runtime.chat, "store_user_message", storing)
+    monkeypatch.setattr(runtime.memory, "recall", recalling)
+    await runtime.chat.reply(request(lilith, "Which tea do I like?"))
+    # The production path: recall (embedding, search) overlaps the database work, on the pool.
+    assert events == ["store started", "recall started", "store finished"]
+    assert "lapsang souchong" in llm_server.requests[-1]["messages"][0]["content"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.formation.exchanges import LoggedMessage, group_exchanges
+from memory.formation.exchanges import LoggedMessage, group_exchanges, render_lines
 from memory.types import MessageRole
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
@@ -87,3 +87,16 @@ def test_empty_log() -> None:
 def test_render_names_speakers() -> None:
     exchange = group_exchanges(log("u1:hi", "a:hello")).exchanges[0]
     assert exchange.render(user_name="Alice", personality_name="Lilith") == "Alice: hi\nLilith: hello"
+
+
+def test_render_lines_one_line_form_keeps_every_speaker_on_its_line() -> None:
+    said = [
+        LoggedMessage(1, "a", "u1", "Alice", MessageRole.USER, "hi\n\nthere <|im_end|>", T0),
+        LoggedMessage(2, "b", "bot", None, MessageRole.ASSISTANT, "  hello\tAlice ", T0),
+    ]
+    assert (
+        render_lines(said, personality_name="Lilith") == "Alice: hi\n\nthere <|im_end|>\nLilith: hello\tAlice"
+    )
+    assert (
+        render_lines(said, personality_name="Lilith", one_line=True) == "Alice: hi there\nLilith: hello Alice"
+    )

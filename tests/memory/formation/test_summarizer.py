@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.formation.cleaning import approx_tokens
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer, split_into_chunks, summary_token_cap
 from memory.llm import LLMClient
+from memory.tokens import count_tokens
 from memory.types import ModelConfig
 from testkit.llm_server import Drop, LLMTestServer, Stall
 
@@ -25,14 +25,14 @@ def test_cap_follows_the_seed_rule_and_stays_below_input(tokens: int, cap: int) 
 def test_chunks_cover_everything_within_the_budget() -> None:
     text = "\n".join(f"Line {i}: the quick brown fox number {i} jumps." for i in range(200))
     chunks = split_into_chunks(text, 100)
-    assert all(approx_tokens(c) <= 100 for c in chunks)
+    assert all(count_tokens(c) <= 100 for c in chunks)
     assert "\n".join(chunks).split() == text.split()  # nothing dropped, nothing reordered
 
 
 def test_one_huge_line_is_split_at_words() -> None:
     text = "word " * 5000
     chunks = split_into_chunks(text, 64)
-    assert len(chunks) > 1 and all(approx_tokens(c) <= 64 for c in chunks)
+    assert len(chunks) > 1 and all(count_tokens(c) <= 64 for c in chunks)
     assert sum(len(c.split()) for c in chunks) == 5000
 
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -63,31 +61,3 @@ async def test_duplicate_name(service: LLMConfigService) -> None:
     await service.add("cheap", model="openai/gpt-4o-mini")
     with pytest.raises(InvalidInputError, match="already exists"):
         await service.add("cheap", model="openai/gpt-4o-mini")
-
-
-async def test_cli_llm_config_add_list_remove(runtime: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.cli import build_parser, cmd_llm_config_add, cmd_llm_config_list, cmd_llm_config_remove
-
-    parser = build_parser()
-    args = parser.parse_args(
-        [
-            "llm-config",
-            "add",
-            "local",
-            "openai/qwen",
-            "--api-base",
-            "http://127.0.0.1:8000/v1",
-            "--api-key-env",
-            "K",
-        ]
-    )
-    assert args.handler is cmd_llm_config_add
-    await cmd_llm_config_add(args, runtime)
-    await cmd_llm_config_list(parser.parse_args(["llm-config", "list"]), runtime)
-    out = capsys.readouterr().out
-    assert "Added LLM config 'local'" in out
-    assert "local" in out and "http://127.0.0.1:8000/v1" in out and " K" in out
-    await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
-    assert await runtime.llm_configs.list() == []
-    with pytest.raises(NotFoundError):
-        await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)

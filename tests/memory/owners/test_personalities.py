@@ -4,11 +4,11 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
-from memory.owners.personalities import (
+from memory.owners.personalities import PersonalityService
+from memory.owners.personality_fields import (
     MAX_PROMPT_LENGTH,
     MAX_SUMMARIZER_PROMPT_LENGTH,
     ModelChoice,
-    PersonalityService,
     slugify,
 )
 
@@ -128,3 +128,20 @@ async def test_creation_can_be_restricted_and_names_autocomplete(
     assert [n for n, _ in await service.names_matching("LIL")] == ["lila", "lilith"]
     assert [n for n, _ in await service.names_matching("lilit")] == ["lilith"]
     assert await service.names_matching("%") == []
+
+
+async def test_every_committed_change_is_announced(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    service = PersonalityService(sessionmaker)
+    changes: list[str] = []
+    service.subscribe(lambda: changes.append("changed"))
+    await service.create("Lilith")
+    await service.create("lilith")  # exists already: nothing changed
+    assert changes == ["changed"]
+    await service.edit("lilith", actor=None, display_name="Lady Lilith")
+    await service.set_summarization("lilith", actor=None, enabled=True)
+    await service.set_summarizer_prompt("lilith", actor=None, prompt="Keep names.")
+    with pytest.raises(PermissionDeniedError):
+        await service.delete("lilith", actor="2")  # refused: nothing changed
+    assert len(changes) == 4
+    await service.delete("lilith", actor=None)
+    assert len(changes) == 5

@@ -5,9 +5,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError
+from memory.formation.mode import effective_mode
 from memory.owners.personalities import PersonalityService
 from memory.owners.user_settings import UserSettingsService
-from memory.service import MemoryService
 from models import UserSettings
 
 
@@ -36,7 +36,7 @@ async def test_update_upserts_global_and_per_personality_rows(
         assert await session.scalar(select(func.count(UserSettings.id))) == 2
 
     rows = await service.for_personality("1", sage.id)
-    mode, source = MemoryService.effective_mode(sage, rows)
+    mode, source = effective_mode(sage, rows)
     assert (mode, source) == ("verbatim", "user (this personality)")
     assert await service.for_personality("2", sage.id) == []
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from memory.llm import LLMConfigError, LLMUnavailableError
+from memory.llm import LLMConfigError, LLMUnavailableError, RetryPolicy
 from memory.recall.embedders import Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
 from testkit.llm_server import Fail, LLMTestServer, hash_vector
 
@@ -79,14 +79,31 @@ async def test_litellm_embedder_rejects_wrong_dimension(llm_server: LLMTestServe
 
 async def test_litellm_embedder_failure_is_unavailable(llm_server: LLMTestServer) -> None:
     embedder = LiteLLMEmbedder(
-        "openai/test-embedding", llm_server.base_url, "test", dimension=48, timeout=5, max_retries=1
+        "openai/test-embedding",
+        llm_server.base_url,
+        "test",
+        dimension=48,
+        timeout=5,
+        retry=RetryPolicy(max_retries=1, backoff_base=0.01),
     )
     llm_server.script(Fail(500), Fail(500))
-    with pytest.raises(LLMUnavailableError, match="embedding failed"):
+    with pytest.raises(LLMUnavailableError, match=r"embedding failed: server error 500.*\(2 attempts\)"):
         await embedder.embed(["hello"])
+    # Exactly our two attempts: neither litellm nor the OpenAI SDK retried on its own.
     assert len(llm_server.requests) == 2
     llm_server.script(Fail(503))
-    assert len((await embedder.embed(["hello"]))[0]) == 48  # the SDK's own retry covers one failure
+    assert len((await embedder.embed(["hello"]))[0]) == 48  # our policy's one retry covers one failure
+    assert len(llm_server.requests) == 4
+
+
+async def test_litellm_embedder_config_errors_are_not_retried(llm_server: LLMTestServer) -> None:
+    embedder = LiteLLMEmbedder(
+        "openai/test-embedding", llm_server.base_url, "test", dimension=48, timeout=5, retry=RetryPolicy()
+    )
+    llm_server.script(Fail(401))
+    with pytest.raises(LLMConfigError, match="Embedding model openai/test-embedding"):
+        await embedder.embed(["hello"])
+    assert len(llm_server.requests) == 1
 
 
 def test_make_embedder_chooses_by_name() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import subprocess
 import sys
@@ -11,18 +12,22 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import qdrant_client
 from qdrant_client import AsyncQdrantClient
 
 import memory.recall.index as vector_index
+from memory.recall.edge import EdgeVectorIndex
 from memory.recall.index import (
+    PAYLOAD_FIELDS,
     RRF_K,
-    EdgeVectorIndex,
     IndexBusyError,
-    QdrantServerIndex,
+    PayloadKind,
     VectorIndex,
     open_vector_index,
+    payload_dict,
 )
 from memory.recall.keywords import encode_sparse, encode_sparse_query
+from memory.recall.server import QdrantServerIndex
 from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
 
 # qdrant-client's local mode warns that payload indexes are a no-op there; the server honours them.
@@ -91,8 +96,32 @@ async def dense_ids(
     return {hit.id for hit in await index.search(dense=vector, sparse=None, flt=flt, limit=limit)}
 
 
-async def test_implementations_satisfy_the_protocol(index: VectorIndex) -> None:
+async def test_implementations_keep_the_protocol_signatures(index: VectorIndex) -> None:
+    # isinstance on a runtime Protocol only checks names; the signatures are what callers rely on.
     assert isinstance(index, VectorIndex)
+    members = [name for name in vars(VectorIndex) if not name.startswith("_")]
+    assert {"ensure_collection", "upsert", "delete", "search", "recreate", "ids", "count", "close"} <= set(
+        members
+    )
+    for name in members:
+        assert inspect.signature(getattr(type(index), name)) == inspect.signature(
+            getattr(VectorIndex, name)
+        ), name
+
+
+def test_payload_fields_are_memory_payload_fields_with_their_kinds() -> None:
+    payload = MemoryPayload(
+        personality_id=1, user_id="u", guild_id=None, channel_id="c", is_dm=True, occurred_at=1.5
+    )
+    assert list(payload_dict(payload)) == list(PAYLOAD_FIELDS)
+    assert PAYLOAD_FIELDS == {
+        "personality_id": PayloadKind.INTEGER,
+        "user_id": PayloadKind.KEYWORD,
+        "guild_id": PayloadKind.KEYWORD,
+        "channel_id": PayloadKind.KEYWORD,
+        "is_dm": PayloadKind.BOOL,
+        "occurred_at": PayloadKind.FLOAT,
+    }
 
 
 async def test_upsert_then_search_roundtrip(index: VectorIndex) -> None:
@@ -253,7 +282,7 @@ async def test_empty_sparse_vectors_are_accepted(index: VectorIndex) -> None:
 
 
 async def test_ids_and_count(index: VectorIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vector_index, "_SCROLL_PAGE", 3)  # several pages with a handful of points
+    monkeypatch.setattr(vector_index, "SCROLL_PAGE", 3)  # several pages with a handful of points
     rng = random.Random(7)
     first = [point(random_vector(rng), personality_id=1) for _ in range(7)]
     second = [point(random_vector(rng), personality_id=2, user_id="bob", guild_id=None) for _ in range(4)]
@@ -299,7 +328,8 @@ async def test_edge_reopens_from_disk(tmp_path: Path) -> None:
 BUSY_PROBE = """
 import sys
 from pathlib import Path
-from memory.recall.index import EdgeVectorIndex, IndexBusyError
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.index import IndexBusyError
 try:
     index = EdgeVectorIndex(Path(sys.argv[1]))
 except IndexBusyError as exc:
@@ -380,7 +410,7 @@ async def test_open_vector_index_chooses_by_qdrant_url(
         made.append(kwargs)
         return AsyncQdrantClient(location=":memory:")
 
-    monkeypatch.setattr(vector_index, "AsyncQdrantClient", client)
+    monkeypatch.setattr(qdrant_client, "AsyncQdrantClient", client)  # imported when the server is chosen
     server = open_vector_index(qdrant_url="http://qdrant:6333", qdrant_api_key="k3y", data_dir=tmp_path)
     try:
         assert isinstance(server, QdrantServerIndex)

@@ -1,0 +1,83 @@
+"""The argument tree of `personae` and its one entry point: settings, logging, the runtime, exit codes.
+
+Each command declares what it runs on: `handler` (async) gets the Core, or with `with_memory` the whole
+Runtime; `standalone` commands (run, sync-commands) get the settings and build what they need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities
+from bot.cli.logs import configure_logging
+from bot.cli.output import CommandError
+
+if TYPE_CHECKING:
+    from bot.settings import BotSettings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="personae", description="Discord AI personalities with long-term memory."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # The order of `personae --help`.
+    for group in (database, personalities, discord_bot, llm_configs, memories, chat, demo):
+        group.add_commands(commands)
+    return parser
+
+
+async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
+    """Open what the command runs on (the Core, or the whole Runtime) and run it."""
+    from bot.runtime import open_core, open_runtime
+
+    if getattr(args, "with_memory", False):
+        async with open_runtime(settings) as runtime:
+            await args.handler(args, runtime)
+    else:
+        async with open_core(settings) as core:
+            await args.handler(args, core)
+
+
+def explain_connection_error(exc: BaseException, settings: BotSettings) -> str | None:
+    """One line for the database being unreachable, instead of a driver traceback."""
+    if isinstance(exc, OSError | ConnectionError) or type(exc).__module__.startswith("asyncpg"):
+        where = "DATABASE_URL" if settings.database_url else "the embedded PostgreSQL"
+        return f"Cannot reach {where}: {exc}. Check that the server is running and the URL is right."
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from bot.settings import load_bot_settings
+    from memory.errors import UserFacingError
+    from memory.settings import SettingsError
+
+    try:
+        settings = load_bot_settings()
+    except SettingsError as exc:
+        print(f"personae: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings, verbose=args.verbose, long_running=getattr(args, "long_running", False))
+    try:
+        standalone = getattr(args, "standalone", None)
+        if standalone is not None:
+            return int(standalone(args, settings))
+        asyncio.run(run_handler(args, settings))
+    except (CommandError, UserFacingError) as exc:
+        print(f"personae: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        explained = explain_connection_error(exc, settings)
+        if explained is None:
+            raise
+        print(f"personae: {explained}", file=sys.stderr)
+        return 1
+    return 0

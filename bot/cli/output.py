@@ -1,0 +1,50 @@
+"""How commands talk to the user: failures as one line, progress bars on stderr, the storage table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from memory.formation.stats import MemoryStats
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class CommandError(Exception):
+    """A failure already phrased for the user; printed as one line, exit code 1."""
+
+
+def progress(description: str) -> Callable[[int], Callable[[int], None]]:
+    """A factory for tqdm bars on stderr: called with the total, returns the step function."""
+
+    def start(total: int) -> Callable[[int], None]:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=description, unit="exchange", file=sys.stderr, leave=False)
+        return bar.update
+
+    return start
+
+
+def print_stats(stats: MemoryStats) -> None:
+    """Memories by mode and summarizer with the characters they store, then the work still pending."""
+    print(
+        f"{'MODE':<11} {'SUMMARIZER':<24} {'MEMORIES':>8} {'VERBATIM CHARS':>14} {'STORED CHARS':>12} "
+        f"{'SAVING':>7} {'MISSES':>6}"
+    )
+    for row in stats.rows:
+        print(
+            f"{row.mode:<11} {row.summarizer[:24]:<24} {row.memories:>8} {row.source_chars:>14,} "
+            f"{row.stored_chars:>12,} {row.saving_percent:>6.1f}% {row.fidelity_misses:>6}"
+        )
+    print(
+        f"{'total':<36} {stats.memories:>8} {stats.source_chars:>14,} {stats.stored_chars:>12,} "
+        f"{stats.saving_percent:>6.1f}%"
+    )
+    print(
+        f"pending: {stats.pending_messages} messages not yet remembered, "
+        f"{stats.unindexed_memories} memories not yet indexed"
+    )

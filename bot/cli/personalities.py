@@ -1,0 +1,73 @@
+"""`personae personality`: create and inspect personalities."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.cli.output import Subcommands
+    from bot.runtime import Core
+
+MEMORY_MODES = ("verbatim", "summarized", "hybrid")
+
+
+def add_commands(commands: Subcommands) -> None:
+    personality = commands.add_parser("personality", help="create and inspect personalities")
+    pcommands = personality.add_subparsers(dest="personality_command", required=True)
+    create = pcommands.add_parser("create", help="create a personality (an existing one is left unchanged)")
+    create.add_argument("name", help="the personality's name; its slug is used in commands")
+    create.add_argument("--display-name", help="name shown in Discord (default: NAME)")
+    create.add_argument("--prompt", help="system prompt (default: a short in-character prompt)")
+    create.add_argument("--model", help="litellm chat model string, e.g. openai/gpt-4o-mini")
+    create.add_argument(
+        "--memory-mode", choices=MEMORY_MODES, default="verbatim", help="how memories are stored"
+    )
+    create.add_argument("--owner", help="owner's Discord user id")
+    create.set_defaults(handler=cmd_personality_create)
+    pcommands.add_parser("list", help="list personalities").set_defaults(handler=cmd_personality_list)
+    show = pcommands.add_parser("show", help="show one personality")
+    show.add_argument("name")
+    show.set_defaults(handler=cmd_personality_show)
+
+
+async def cmd_personality_create(args: argparse.Namespace, core: Core) -> None:
+    personality, created = await core.personalities.create(
+        args.name,
+        display_name=args.display_name,
+        prompt=args.prompt,
+        model=args.model,
+        memory_mode=args.memory_mode,
+        owner_id=args.owner,
+    )
+    if created:
+        p = personality
+        print(f"Created personality {p.name!r} ({p.display_name}), memory {p.memory_mode}.")
+    else:
+        print(f"Personality {personality.name!r} already exists; left unchanged.")
+
+
+async def cmd_personality_list(args: argparse.Namespace, core: Core) -> None:
+    personalities = await core.personalities.list()
+    if not personalities:
+        print("No personalities yet. Create one: personae personality create NAME")
+        return
+    print(f"{'NAME':<24} {'DISPLAY NAME':<24} {'MODE':<11} {'MEM':<4} MODEL")
+    for p in personalities:
+        memory = "on" if p.memory_enabled else "off"
+        print(f"{p.name:<24} {p.display_name:<24} {p.memory_mode:<11} {memory:<4} {p.chat_model or '-'}")
+
+
+async def cmd_personality_show(args: argparse.Namespace, core: Core) -> None:
+    p = await core.personalities.get(args.name)
+    print(f"name:             {p.name}")
+    print(f"display name:     {p.display_name}")
+    print(f"owner:            {p.owner_id or '-'}")
+    print(f"chat model:       {p.chat_model or '(deployment default)'}")
+    print(f"memory:           {'on' if p.memory_enabled else 'off'}, mode {p.memory_mode}")
+    print(f"summarizer model: {p.summarizer_model or '(deployment default)'}")
+    print(f"avatar:           {p.avatar_url or '-'}")
+    print(f"created:          {p.created_at:%Y-%m-%d %H:%M} UTC")
+    print("system prompt:")
+    for line in p.system_prompt.splitlines() or [""]:
+        print(f"  {line}")

@@ -1,0 +1,65 @@
+"""Which channels a personality answers every message in: /personality activate and deactivate."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from discord import app_commands
+from discord.ext import commands
+
+from bot.command_options import Interaction, personality_autocomplete, user_id_of
+from bot.views import reply_privately
+from memory.errors import UserFacingError
+
+if TYPE_CHECKING:
+    from bot.client import PersonaeBot
+    from models import Personality
+
+
+class ChannelBindingCommands(commands.Cog):
+    """/personality activate and deactivate (part of PersonalityCog); the service checks who may."""
+
+    bot: PersonaeBot
+
+    async def _bind_target(self, interaction: Interaction, personality: str) -> Personality:
+        p = await self.bot.runtime.personalities.get(personality)
+        if interaction.channel_id is None:
+            raise UserFacingError("This command needs a channel.")
+        self.bot.runtime.personalities.require_binder(
+            p,
+            user_id_of(interaction),
+            in_guild=interaction.guild_id is not None,
+            can_manage_channel=interaction.permissions.manage_channels,
+        )
+        return p
+
+    @app_commands.command(name="activate", description="Have a personality answer every message here")
+    @app_commands.describe(personality="The personality to bind to this channel")
+    @app_commands.autocomplete(personality=personality_autocomplete)
+    async def activate(self, interaction: Interaction, personality: str) -> None:
+        p = await self._bind_target(interaction, personality)
+        created = await self.bot.runtime.bindings.bind(
+            personality_id=p.id,
+            channel_id=str(interaction.channel_id),
+            guild_id=str(interaction.guild_id) if interaction.guild_id else None,
+            user_id=user_id_of(interaction),
+        )
+        if not created:
+            await reply_privately(interaction, f"**{p.display_name}** already answers in this channel.")
+            return
+        await interaction.response.send_message(f"**{p.display_name}** now answers every message here.")
+
+    @app_commands.command(name="deactivate", description="Stop a personality answering every message here")
+    @app_commands.describe(personality="The personality to unbind from this channel")
+    @app_commands.autocomplete(personality=personality_autocomplete)
+    async def deactivate(self, interaction: Interaction, personality: str) -> None:
+        p = await self._bind_target(interaction, personality)
+        removed = await self.bot.runtime.bindings.unbind(
+            personality_id=p.id, channel_id=str(interaction.channel_id)
+        )
+        if not removed:
+            await reply_privately(interaction, f"**{p.display_name}** was not bound to this channel.")
+            return
+        await interaction.response.send_message(
+            f"**{p.display_name}** no longer answers every message here; it still answers when named."
+        )

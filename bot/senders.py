@@ -1,0 +1,139 @@
+"""How a personality's reply reaches a channel: through a webhook with its name and avatar, or, where
+the bot may not manage webhooks (a DM, a missing permission), as the bot's own message under the
+personality's name in bold. Model output never pings anyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import discord
+
+from bot.messages import DISCORD_LIMIT, split_message
+
+log = logging.getLogger(__name__)
+
+NO_MENTIONS = discord.AllowedMentions.none()
+WebhookTarget = discord.TextChannel | discord.ForumChannel | discord.VoiceChannel | discord.StageChannel
+
+
+class ReplySender(Protocol):
+    """Sends a personality's reply into a channel; returns the sent messages, in order."""
+
+    async def send(
+        self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
+    ) -> list[discord.Message]: ...
+
+
+class PlainSender:
+    """The bot's own messages, the personality's name in bold (no Manage Webhooks, or a DM)."""
+
+    async def send(
+        self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
+    ) -> list[discord.Message]:
+        header = f"**{discord.utils.escape_markdown(name)}**\n"
+        parts = split_message(text, DISCORD_LIMIT - len(header))
+        sent = []
+        for index, part in enumerate(parts):
+            content = header + part if index == 0 else part
+            sent.append(await channel.send(content, allowed_mentions=NO_MENTIONS))
+        return sent
+
+
+class WebhookSender:
+    """One webhook per channel, named for the bot, reused; threads post through their parent's."""
+
+    def __init__(self, webhook_name: str) -> None:
+        self.webhook_name = webhook_name
+        self._webhooks: dict[int, discord.Webhook] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def webhook_for(self, channel: WebhookTarget) -> discord.Webhook:
+        cached = self._webhooks.get(channel.id)
+        if cached is not None:
+            return cached
+        lock = self._locks.setdefault(channel.id, asyncio.Lock())
+        async with lock:  # two replies at once must not create two webhooks
+            cached = self._webhooks.get(channel.id)
+            if cached is not None:
+                return cached
+            existing = [w for w in await channel.webhooks() if w.name == self.webhook_name and w.token]
+            webhook = existing[0] if existing else await channel.create_webhook(name=self.webhook_name)
+            self._webhooks[channel.id] = webhook
+            return webhook
+
+    def forget(self, channel_id: int) -> None:
+        self._webhooks.pop(channel_id, None)
+
+    async def send(
+        self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
+    ) -> list[discord.Message]:
+        thread = channel if isinstance(channel, discord.Thread) else None
+        parent = thread.parent if thread is not None else channel
+        if parent is None:
+            raise TypeError("a thread without a parent cannot take webhook messages")
+        kwargs: dict[str, Any] = {"thread": thread} if thread is not None else {}
+        sent: list[discord.Message] = []
+        for part in split_message(text):
+            for attempt in range(2):
+                webhook = await self.webhook_for(parent)  # type: ignore[arg-type]
+                try:
+                    message = await webhook.send(
+                        part,
+                        username=name[:80],
+                        avatar_url=avatar_url or discord.utils.MISSING,
+                        allowed_mentions=NO_MENTIONS,
+                        wait=True,
+                        **kwargs,
+                    )
+                except discord.NotFound:
+                    # Someone deleted our webhook: make a new one, once.
+                    self.forget(parent.id)  # type: ignore[union-attr]
+                    if attempt:
+                        raise
+                    continue
+                sent.append(message)
+                break
+        return sent
+
+
+def can_use_webhooks(channel: discord.abc.Messageable) -> bool:
+    """Whether the bot may manage webhooks where it would post (a thread's parent for threads)."""
+    target = channel.parent if isinstance(channel, discord.Thread) else channel
+    if not isinstance(target, discord.TextChannel | discord.ForumChannel | discord.VoiceChannel):
+        return False
+    me = target.guild.me
+    return me is not None and target.permissions_for(me).manage_webhooks
+
+
+async def send_as(
+    channel: discord.abc.Messageable,
+    text: str,
+    *,
+    name: str,
+    avatar_url: str | None,
+    webhook: ReplySender,
+    plain: ReplySender,
+) -> list[discord.Message]:
+    """Send as the personality: by webhook where allowed, else (or when refused) as the bot."""
+    if not can_use_webhooks(channel):
+        return await plain.send(channel, text, name=name, avatar_url=avatar_url)
+    try:
+        return await webhook.send(channel, text, name=name, avatar_url=avatar_url)
+    except discord.Forbidden:
+        log.warning("Webhook refused in %s; answering as the bot", getattr(channel, "id", "?"))
+        return await plain.send(channel, text, name=name, avatar_url=None)
+
+
+def sent_parts(sent: Sequence[discord.Message], text: str) -> list[tuple[str, str]]:
+    """(message id, text) per sent part, as the reply is stored; the plain sender's header is not."""
+    parts = []
+    for index, message in enumerate(sent):
+        content = message.content
+        if index == 0 and content.startswith("**") and "**\n" in content:
+            content = content.split("**\n", 1)[1]
+        parts.append((str(message.id), content or text))
+    return parts

@@ -1,0 +1,131 @@
+"""Re-summarizing: memories kept verbatim, cleaned or extractive get the personality's LLM summary.
+
+For a personality that turned summarization on, or whose summarizer was down when its memories
+formed. Resumable: each batch is committed, and a memory the LLM summarized is not picked again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import selectinload
+
+from memory.errors import InvalidInputError
+from memory.formation.cleaning import strip_roleplay_formatting
+from memory.formation.exchanges import LoggedMessage, render_lines
+from memory.formation.fidelity import fidelity_misses
+from memory.formation.forming import VERBATIM, FormationReport
+from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
+from memory.owners.model_configs import ModelConfigResolver
+from memory.recall.store import MemoryStore, memory_point, point_fields
+from memory.types import MemoryMode, MemoryState, ProgressCallback
+from models import Memory, Message, Personality
+
+
+async def resummarize(
+    store: MemoryStore,
+    summarizer: ExchangeSummarizer,
+    models: ModelConfigResolver,
+    personality_id: int,
+    *,
+    progress: ProgressCallback | None = None,
+    batch: int = 32,
+) -> FormationReport:
+    """Re-summarize the personality's verbatim, cleaned or extractive memories with its summarizer."""
+    async with store.sessionmaker() as session:
+        personality = await session.scalar(
+            select(Personality)
+            .where(Personality.id == personality_id)
+            .options(
+                selectinload(Personality.summarizer_llm_config), selectinload(Personality.summarizer_prompt)
+            )
+        )
+    assert personality is not None
+    if personality.memory_mode == MemoryMode.VERBATIM:
+        raise InvalidInputError(
+            f"{personality.name} stores memories verbatim; turn summarization on before re-summarizing."
+        )
+    cfg = models.summarizer(personality)
+    if cfg is None:
+        raise InvalidInputError(
+            "No summarizer model is configured: set SUMMARIZER_MODEL or give the personality one."
+        )
+    prompt = personality.summarizer_prompt.content if personality.summarizer_prompt else None
+    mode = MemoryMode(personality.memory_mode)
+    report = FormationReport()
+    after: uuid.UUID | None = None
+    while True:
+        async with store.sessionmaker() as session:
+            query = select(Memory).where(
+                Memory.personality_id == personality_id,
+                Memory.state != MemoryState.DELETED.value,
+                Memory.summarizer.in_([VERBATIM, EXTRACTIVE]),
+            )
+            if after is not None:
+                query = query.where(Memory.id > after)
+            memories = (await session.scalars(query.order_by(Memory.id).limit(batch))).all()
+            sources = {m.id: await _source_text(session, m, personality) for m in memories}
+        if not memories:
+            return report
+        after = memories[-1].id
+        results = await asyncio.gather(
+            *(summarizer.summarize(sources[m.id], cfg=cfg, prompt=prompt) for m in memories)
+        )
+        improved = [(m, r) for m, r in zip(memories, results, strict=True) if not r.extractive]
+        if improved:
+            vectors = await store.embedder.embed([r.text for _, r in improved])
+            async with store.sessionmaker.begin() as session:
+                for memory, result in improved:
+                    source = sources[memory.id]
+                    misses = fidelity_misses(strip_roleplay_formatting(source), result.text)
+                    keep = mode is MemoryMode.HYBRID or bool(misses)
+                    await session.execute(
+                        update(Memory)
+                        .where(Memory.id == memory.id, Memory.state != MemoryState.DELETED.value)
+                        .values(
+                            mode=mode.value,
+                            content=result.text,
+                            content_verbatim=source if keep else None,
+                            summarized=True,
+                            summarizer=result.summarizer,
+                            fidelity_misses=misses,
+                            state=MemoryState.FORMED.value,
+                            embedding_model=store.embedding_model,
+                        )
+                    )
+                    report.fidelity_misses += bool(misses)
+            await store.index_points(
+                [
+                    memory_point({**point_fields(m), "content": r.text}, v)
+                    for (m, r), v in zip(improved, vectors, strict=True)
+                ]
+            )
+        report.exchanges += len(memories)
+        report.memories += len(improved)
+        report.extractive += len(memories) - len(improved)
+        if progress is not None:
+            progress(len(memories))
+
+
+async def _source_text(session: AsyncSession, memory: Memory, personality: Personality) -> str:
+    """The exchange as it was said: kept verbatim text, else rebuilt from the message log."""
+    if memory.content_verbatim:
+        return memory.content_verbatim
+    if memory.summarizer == VERBATIM:
+        return memory.content
+    messages = (
+        await session.scalars(
+            select(Message)
+            .where(
+                Message.conversation_id == memory.conversation_id,
+                Message.external_id.in_(memory.source_message_ids),
+            )
+            .order_by(Message.id)
+        )
+    ).all()
+    if not messages:
+        return memory.content
+    return render_lines([LoggedMessage.of(m) for m in messages], personality_name=personality.display_name)

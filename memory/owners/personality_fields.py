@@ -1,0 +1,77 @@
+"""What a personality's fields may hold: its name slug, prompt and avatar limits, memory mode, model.
+
+Checked here once for the slash commands, the command line and the service alike.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.errors import InvalidInputError
+from memory.types import MemoryMode
+
+MAX_NAME_LENGTH = 64
+MAX_DISPLAY_NAME_LENGTH = 80
+MAX_PROMPT_LENGTH = 8000
+# A Discord modal text input holds at most 4000 characters; the summarizer prompt is edited in one.
+MAX_SUMMARIZER_PROMPT_LENGTH = 4000
+MAX_AVATAR_URL_LENGTH = 500
+ModelValidator = Callable[[str], None]
+DEFAULT_PROMPT = "You are {display_name}. Stay in character, be concise and kind."
+
+
+def slugify(name: str) -> str:
+    """`Lilith the Wise` -> `lilith-the-wise`: the stable name used in commands and URLs."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9_]+", "-", ascii_name.lower()).strip("-_")
+    return slug[:MAX_NAME_LENGTH].strip("-_")
+
+
+def parse_memory_mode(value: str) -> MemoryMode:
+    try:
+        return MemoryMode(value.strip().lower())
+    except ValueError:
+        allowed = ", ".join(m.value for m in MemoryMode)
+        raise InvalidInputError(f"Unknown memory mode {value!r}; use one of: {allowed}.") from None
+
+
+def validate_litellm_model(model: str) -> None:
+    """Raise LLMConfigError unless litellm knows the model's provider (imports litellm on first use)."""
+    from memory.llm import LLMClient
+
+    LLMClient().validate_model(model)
+
+
+def validate_avatar_url(url: str | None) -> str | None:
+    if url is None or not url.strip():
+        return None
+    url = url.strip()
+    if not re.match(r"^https://[^\s/]+\.[^\s]+$", url) or len(url) > MAX_AVATAR_URL_LENGTH:
+        raise InvalidInputError(
+            f"The avatar must be an https:// image URL of at most {MAX_AVATAR_URL_LENGTH} characters."
+        )
+    return url
+
+
+def check_prompt(prompt: str, limit: int = MAX_PROMPT_LENGTH) -> str:
+    if len(prompt) > limit:
+        raise InvalidInputError(f"The prompt is {len(prompt)} characters; the limit is {limit}.")
+    return prompt
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """What a personality's model setting resolves to: an admin-made config, a plain string, or neither."""
+
+    llm_config_id: int | None
+    model: str | None
+
+    @property
+    def is_default(self) -> bool:
+        return self.llm_config_id is None and self.model is None
+
+
+DEFAULT_MODEL_WORDS = ("", "default", "none")

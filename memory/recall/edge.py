@@ -1,0 +1,322 @@
+"""The embedded index: Qdrant Edge in-process, persisted under the data directory (the default backend)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as edge
+
+from memory.recall import index as contract
+from memory.recall.index import (
+    DENSE_VECTOR,
+    PAYLOAD_FIELDS,
+    RRF_K,
+    SPARSE_VECTOR,
+    IndexBusyError,
+    PayloadKind,
+    as_uuid,
+    dimension_error,
+    payload_dict,
+    prefetch_limit,
+    usable_sparse,
+)
+from memory.types import IndexPoint, RecallFilter, ScoredId, SparseVector
+
+log = logging.getLogger(__name__)
+
+_LOCK_FILE = "personae.lock"
+_SHARD_DIR = "shard"
+_SCHEMA = {
+    PayloadKind.INTEGER: edge.PayloadSchemaType.Integer,
+    PayloadKind.KEYWORD: edge.PayloadSchemaType.Keyword,
+    PayloadKind.BOOL: edge.PayloadSchemaType.Bool,
+    PayloadKind.FLOAT: edge.PayloadSchemaType.Float,
+}
+
+
+class EdgeVectorIndex:
+    """The embedded index: Qdrant Edge (the Qdrant engine in-process, HNSW) persisted under `path`.
+
+    One process at a time: an exclusive flock on `path/personae.lock` is taken in the constructor and
+    released by close(); a second opener gets IndexBusyError. Edge's own WAL lock would also refuse,
+    but with an opaque "WouldBlock" error and only once the shard exists.
+
+    Edge is thread-safe (its Rust core synchronises internally; concurrent upserts, queries and
+    optimize() from several threads were verified) and releases the GIL, so calls run in
+    asyncio.to_thread without a lock: a filtered hybrid search over a large user history takes tens
+    of milliseconds, too long to block the event loop.
+
+    Edge builds HNSW only when optimize() is called (new points are brute-forced until then), so an
+    optimization runs in the background once `optimize_after` points have been written since the
+    last one, and once when an existing shard is opened.
+    """
+
+    def __init__(self, path: Path, *, optimize_after: int = 2000) -> None:
+        self._path = path
+        self._shard_path = path / _SHARD_DIR
+        self._optimize_after = optimize_after
+        self._written_since_optimize = 0
+        self._optimizing: asyncio.Task[bool] | None = None
+        path.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = _lock_directory(path)
+        try:
+            self._shard: edge.EdgeShard | None = (
+                edge.EdgeShard.load(str(self._shard_path)) if self._shard_exists() else None
+            )
+        except BaseException:
+            self._release_lock()
+            raise
+        self._dense_dim: int | None = None
+        self._setup_lock = asyncio.Lock()
+
+    def _shard_exists(self) -> bool:
+        return (self._shard_path / "edge_config.json").exists()
+
+    def _require_shard(self) -> edge.EdgeShard:
+        if self._shard is None:
+            raise RuntimeError(
+                f"The vector index at {self._path} has no collection: call ensure_collection first"
+            )
+        return self._shard
+
+    async def ensure_collection(self, dense_dim: int) -> None:
+        """Create the shard and its payload indexes, or check that the existing one fits dense_dim."""
+        # Services sharing this index may all call it at once; only one may create the shard.
+        async with self._setup_lock:
+            if self._dense_dim == dense_dim:
+                return
+            if self._shard is None:
+                self._shard = await asyncio.to_thread(self._create_shard, dense_dim)
+            else:
+                await asyncio.to_thread(self._check_dimension, self._shard, dense_dim)
+                self._start_optimizing()
+            self._dense_dim = dense_dim
+
+    async def recreate(self, dense_dim: int) -> None:
+        """Drop the shard and create an empty one of dense_dim."""
+        async with self._setup_lock:
+            if self._optimizing is not None:
+                await asyncio.shield(self._optimizing)
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                await asyncio.to_thread(shard.close)
+            await asyncio.to_thread(shutil.rmtree, self._shard_path, True)
+            self._shard = await asyncio.to_thread(self._create_shard, dense_dim)
+            self._dense_dim = dense_dim
+            self._written_since_optimize = 0
+
+    def _create_shard(self, dense_dim: int) -> edge.EdgeShard:
+        config = edge.EdgeConfig(
+            vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=dense_dim, distance=edge.Distance.Cosine)},
+            sparse_vectors={SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+        )
+        shard = edge.EdgeShard.create(str(self._shard_path), config)
+        for field, kind in PAYLOAD_FIELDS.items():
+            shard.update(edge.UpdateOperation.create_field_index(field, _SCHEMA[kind]))
+        shard.flush()
+        return shard
+
+    def _check_dimension(self, shard: edge.EdgeShard, dense_dim: int) -> None:
+        # Edge exposes no config getter; a one-hit query is rejected with the stored dimension if it differs.
+        probe = edge.QueryRequest(limit=1, query=edge.Query.Nearest([1.0] * dense_dim, using=DENSE_VECTOR))
+        try:
+            shard.query(probe)
+        except Exception as exc:
+            if "dimension" in str(exc).lower():
+                raise dimension_error(f"at {self._path}", str(exc), dense_dim) from exc
+            raise
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace points by id."""
+        if not points:
+            return
+        shard = self._require_shard()
+        operation = edge.UpdateOperation.upsert_points(
+            [
+                edge.Point(
+                    p.id,
+                    {
+                        DENSE_VECTOR: p.dense,
+                        SPARSE_VECTOR: edge.SparseVector(p.sparse.indices, p.sparse.values),
+                    },
+                    payload_dict(p.payload),
+                )
+                for p in points
+            ]
+        )
+        await asyncio.to_thread(shard.update, operation)
+        self._written_since_optimize += len(points)
+        if self._written_since_optimize >= self._optimize_after:
+            self._start_optimizing()
+
+    async def delete(self, ids: Sequence[uuid.UUID]) -> None:
+        """Delete points by id; unknown ids are ignored."""
+        if not ids:
+            return
+        shard = self._require_shard()
+        await asyncio.to_thread(shard.update, edge.UpdateOperation.delete_points(list(ids)))
+
+    async def search(
+        self,
+        *,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        flt: RecallFilter,
+        limit: int,
+    ) -> list[ScoredId]:
+        """Hybrid (RRF), dense-only or sparse-only search within flt, best first."""
+        sparse = usable_sparse(sparse)
+        if (dense is None and sparse is None) or limit <= 0:
+            return []
+        shard = self._require_shard()
+        condition = edge_filter(flt)
+        queries: list[edge.Query] = []
+        if dense is not None:
+            queries.append(edge.Query.Nearest(dense, using=DENSE_VECTOR))
+        if sparse is not None:
+            queries.append(
+                edge.Query.Nearest(edge.SparseVector(sparse.indices, sparse.values), using=SPARSE_VECTOR)
+            )
+        if len(queries) == 1:
+            request = edge.QueryRequest(limit=limit, query=queries[0], filter=condition)
+        else:
+            # The filter goes on each prefetch: a post-fusion filter would let other users' points
+            # take candidate slots and then vanish, leaving fewer than `limit` hits.
+            request = edge.QueryRequest(
+                limit=limit,
+                prefetches=[
+                    edge.Prefetch(limit=prefetch_limit(limit), query=q, filter=condition) for q in queries
+                ],
+                # The stub types Fusion.Rrf as a nested class rather than a Fusion; Edge accepts it.
+                query=edge.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]
+                filter=condition,
+            )
+        hits = await asyncio.to_thread(shard.query, request)
+        return [ScoredId(id=as_uuid(hit.id), score=hit.score) for hit in hits]
+
+    async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
+        """Every id in the index, or those of one personality."""
+        shard = self._require_shard()
+        condition = (
+            None
+            if personality_id is None
+            else edge.Filter(
+                must=[edge.FieldCondition("personality_id", match=edge.MatchValue(personality_id))]
+            )
+        )
+        return await asyncio.to_thread(self._scroll_ids, shard, condition)
+
+    @staticmethod
+    def _scroll_ids(shard: edge.EdgeShard, condition: edge.Filter | None) -> set[uuid.UUID]:
+        found: set[uuid.UUID] = set()
+        offset: Any = None
+        while True:
+            records, offset = shard.scroll(
+                edge.ScrollRequest(
+                    offset=offset,
+                    limit=contract.SCROLL_PAGE,
+                    filter=condition,
+                    with_payload=False,
+                    with_vector=False,
+                )
+            )
+            found.update(as_uuid(r.id) for r in records)
+            if offset is None:
+                return found
+
+    async def count(self) -> int:
+        """The exact number of points."""
+        shard = self._require_shard()
+        return await asyncio.to_thread(shard.count, edge.CountRequest(exact=True))
+
+    async def optimize(self) -> bool:
+        """Build HNSW and merge segments now (blocking a worker thread); True if anything changed."""
+        if self._optimizing is not None:
+            return await asyncio.shield(self._optimizing)
+        self._start_optimizing()
+        assert self._optimizing is not None
+        return await asyncio.shield(self._optimizing)
+
+    def _start_optimizing(self) -> None:
+        if self._optimizing is not None or self._shard is None:
+            return
+        self._written_since_optimize = 0
+        self._optimizing = asyncio.create_task(self._run_optimizer(self._shard))
+
+    async def _run_optimizer(self, shard: edge.EdgeShard) -> bool:
+        try:
+            return await asyncio.to_thread(shard.optimize)
+        except Exception:
+            # A failed optimization leaves the shard searchable (brute force); the next one retries.
+            log.exception("Optimizing the vector index at %s failed", self._path)
+            return False
+        finally:
+            self._optimizing = None
+
+    async def close(self) -> None:
+        """Wait for a running optimization, flush and close the shard, and release the directory lock."""
+        if self._optimizing is not None:
+            # optimize() cannot be interrupted inside Edge; closing under it would fail.
+            await asyncio.shield(self._optimizing)
+        shard, self._shard = self._shard, None
+        try:
+            if shard is not None:
+                await asyncio.to_thread(_flush_and_close, shard)
+        finally:
+            self._release_lock()
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor drops the flock
+
+
+def _flush_and_close(shard: edge.EdgeShard) -> None:
+    shard.flush()
+    shard.close()
+
+
+def _lock_directory(path: Path) -> int:
+    """Hold an exclusive flock on path's lock file for as long as the descriptor stays open."""
+    lock_path = path / _LOCK_FILE
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = None
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            holder = os.pread(fd, 32, 0).decode().strip() or None
+        os.close(fd)
+        raise IndexBusyError(path, holder) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    # The pid is only for the busy message; the lock itself is the flock, which dies with the process.
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def edge_filter(flt: RecallFilter) -> edge.Filter:
+    must: list[Any] = [
+        edge.FieldCondition("personality_id", match=edge.MatchValue(flt.personality_id)),
+        edge.FieldCondition("user_id", match=edge.MatchValue(flt.user_id)),
+    ]
+    if flt.guild_id is not None:
+        in_guild = edge.FieldCondition("guild_id", match=edge.MatchValue(flt.guild_id))
+        if flt.allow_dm:
+            # qdrant-edge-py 0.9.0 turns MatchValue(True) into the integer 1, which never matches a
+            # boolean payload, so a DM memory is recognised by having no guild (null or absent) instead.
+            must.append(edge.Filter(should=[in_guild, edge.IsEmptyCondition("guild_id")]))
+        else:
+            must.append(in_guild)
+    return edge.Filter(must=must)

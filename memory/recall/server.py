@@ -1,0 +1,212 @@
+"""The index on a Qdrant server or cluster (QDRANT_URL), shared by every process of a deployment."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+
+from memory.recall import index as contract
+from memory.recall.index import (
+    DENSE_VECTOR,
+    PAYLOAD_FIELDS,
+    RRF_K,
+    SPARSE_VECTOR,
+    PayloadKind,
+    as_uuid,
+    dimension_error,
+    payload_dict,
+    prefetch_limit,
+    usable_sparse,
+)
+from memory.types import IndexPoint, RecallFilter, ScoredId, SparseVector
+
+# is_tenant: the server co-locates each user's points, the filter every search starts from.
+_TENANT_FIELD = "user_id"
+_SCHEMA: dict[PayloadKind, Any] = {
+    PayloadKind.INTEGER: qm.PayloadSchemaType.INTEGER,
+    PayloadKind.KEYWORD: qm.PayloadSchemaType.KEYWORD,
+    PayloadKind.BOOL: qm.PayloadSchemaType.BOOL,
+    PayloadKind.FLOAT: qm.PayloadSchemaType.FLOAT,
+}
+
+
+def _field_schema(field: str, kind: PayloadKind) -> Any:
+    if field == _TENANT_FIELD:
+        return qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
+    return _SCHEMA[kind]
+
+
+class QdrantServerIndex:
+    """The index on a Qdrant server or cluster (or qdrant-client's local mode in tests), shared by processes.
+
+    Hybrid search uses the query API with a parametrised RRF (RrfQuery, Qdrant server 1.16+), so that
+    scores match the Edge index exactly.
+    """
+
+    def __init__(self, client: AsyncQdrantClient, collection: str) -> None:
+        self._client = client
+        self._collection = collection
+        self._dense_dim: int | None = None
+        self._setup_lock = asyncio.Lock()
+
+    async def ensure_collection(self, dense_dim: int) -> None:
+        """Create the collection and its payload indexes, or check that the existing one fits dense_dim."""
+        async with self._setup_lock:
+            await self._setup(dense_dim)
+
+    async def recreate(self, dense_dim: int) -> None:
+        """Delete the collection and create an empty one of dense_dim."""
+        async with self._setup_lock:
+            if await self._client.collection_exists(self._collection):
+                await self._client.delete_collection(self._collection)
+            self._dense_dim = None
+            await self._setup(dense_dim)
+
+    async def _setup(self, dense_dim: int) -> None:
+        if self._dense_dim == dense_dim:
+            return
+        if not await self._client.collection_exists(self._collection):
+            try:
+                await self._client.create_collection(
+                    self._collection,
+                    vectors_config={
+                        DENSE_VECTOR: qm.VectorParams(size=dense_dim, distance=qm.Distance.COSINE)
+                    },
+                    sparse_vectors_config={SPARSE_VECTOR: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                )
+            except Exception:
+                # Another process may have created it between our check and our create.
+                if not await self._client.collection_exists(self._collection):
+                    raise
+        await self._check_dimension(dense_dim)
+        # Re-creating an existing payload index is a no-op on the server, so this stays idempotent.
+        for field, kind in PAYLOAD_FIELDS.items():
+            await self._client.create_payload_index(
+                self._collection, field, field_schema=_field_schema(field, kind), wait=True
+            )
+        self._dense_dim = dense_dim
+
+    async def _check_dimension(self, dense_dim: int) -> None:
+        info = await self._client.get_collection(self._collection)
+        vectors = info.config.params.vectors
+        params = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
+        if params is None or params.size != dense_dim:
+            found = params.size if params is not None else "none named 'dense'"
+            raise dimension_error(f"collection {self._collection!r}", found, dense_dim)
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace points by id (waits until they are searchable)."""
+        if not points:
+            return
+        await self._client.upsert(
+            self._collection,
+            points=[
+                qm.PointStruct(
+                    id=str(p.id),
+                    vector={
+                        DENSE_VECTOR: p.dense,
+                        SPARSE_VECTOR: qm.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
+                    },
+                    payload=payload_dict(p.payload),
+                )
+                for p in points
+            ],
+            wait=True,
+        )
+
+    async def delete(self, ids: Sequence[uuid.UUID]) -> None:
+        """Delete points by id; unknown ids are ignored."""
+        if not ids:
+            return
+        await self._client.delete(
+            self._collection, points_selector=qm.PointIdsList(points=[str(i) for i in ids]), wait=True
+        )
+
+    async def search(
+        self,
+        *,
+        dense: list[float] | None,
+        sparse: SparseVector | None,
+        flt: RecallFilter,
+        limit: int,
+    ) -> list[ScoredId]:
+        """Hybrid (RRF), dense-only or sparse-only search within flt, best first."""
+        sparse = usable_sparse(sparse)
+        if (dense is None and sparse is None) or limit <= 0:
+            return []
+        condition = _server_filter(flt)
+        sides: list[tuple[str, list[float] | qm.SparseVector]] = []
+        if dense is not None:
+            sides.append((DENSE_VECTOR, dense))
+        if sparse is not None:
+            sides.append((SPARSE_VECTOR, qm.SparseVector(indices=sparse.indices, values=sparse.values)))
+        if len(sides) == 1:
+            using, query = sides[0]
+            response = await self._client.query_points(
+                self._collection, query=query, using=using, query_filter=condition, limit=limit
+            )
+        else:
+            response = await self._client.query_points(
+                self._collection,
+                prefetch=[
+                    qm.Prefetch(query=q, using=using, filter=condition, limit=prefetch_limit(limit))
+                    for using, q in sides
+                ],
+                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K)),
+                query_filter=condition,
+                limit=limit,
+            )
+        return [ScoredId(id=as_uuid(p.id), score=p.score) for p in response.points]
+
+    async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
+        """Every id in the collection, or those of one personality."""
+        condition = (
+            None
+            if personality_id is None
+            else qm.Filter(
+                must=[qm.FieldCondition(key="personality_id", match=qm.MatchValue(value=personality_id))]
+            )
+        )
+        found: set[uuid.UUID] = set()
+        offset: Any = None
+        while True:
+            records, offset = await self._client.scroll(
+                self._collection,
+                scroll_filter=condition,
+                limit=contract.SCROLL_PAGE,
+                offset=offset,
+                with_payload=False,
+                with_vectors=False,
+            )
+            found.update(as_uuid(r.id) for r in records)
+            if offset is None:
+                return found
+
+    async def count(self) -> int:
+        """The exact number of points."""
+        return (await self._client.count(self._collection, exact=True)).count
+
+    async def close(self) -> None:
+        """Close the client."""
+        await self._client.close()
+
+
+def _server_filter(flt: RecallFilter) -> qm.Filter:
+    must: list[qm.Condition] = [
+        qm.FieldCondition(key="personality_id", match=qm.MatchValue(value=flt.personality_id)),
+        qm.FieldCondition(key="user_id", match=qm.MatchValue(value=flt.user_id)),
+    ]
+    if flt.guild_id is not None:
+        in_guild = qm.FieldCondition(key="guild_id", match=qm.MatchValue(value=flt.guild_id))
+        if flt.allow_dm:
+            must.append(
+                qm.Filter(should=[in_guild, qm.FieldCondition(key="is_dm", match=qm.MatchValue(value=True))])
+            )
+        else:
+            must.append(in_guild)
+    return qm.Filter(must=must)

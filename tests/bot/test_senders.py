@@ -1,0 +1,81 @@
+"""The reply senders: one reused webhook per channel (a thread posts through its parent's), the bot's
+own messages as the fallback, Discord's length limit and no pings either way."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest.mock import AsyncMock, MagicMock
+
+import discord
+
+from bot.senders import PlainSender, WebhookSender, sent_parts
+
+
+def fake_webhook(ids: list[int]) -> MagicMock:
+    webhook = MagicMock(spec=discord.Webhook)
+    webhook.name = "TestBot personalities"
+    webhook.token = "token"
+
+    async def send(content: str, **kwargs: Any) -> MagicMock:
+        sent = MagicMock(spec=discord.WebhookMessage)
+        sent.id = 9_000_000 + len(ids)
+        sent.content = content
+        ids.append(sent.id)
+        return sent
+
+    webhook.send = AsyncMock(side_effect=send)
+    return webhook
+
+
+async def test_webhook_sender_reuses_one_webhook_and_uses_the_parent_for_threads() -> None:
+    ids: list[int] = []
+    existing = fake_webhook(ids)
+    parent = MagicMock(spec=discord.TextChannel)
+    parent.id = 10
+    parent.webhooks = AsyncMock(return_value=[existing])
+    parent.create_webhook = AsyncMock()
+    thread = MagicMock(spec=discord.Thread)
+    thread.id = 11
+    thread.parent = parent
+    sender = WebhookSender("TestBot personalities")
+    await sender.send(parent, "one", name="Lilith", avatar_url="https://example.com/a.png")
+    await sender.send(thread, "two", name="Lilith", avatar_url=None)
+    parent.webhooks.assert_awaited_once()
+    parent.create_webhook.assert_not_awaited()
+    assert existing.send.await_args_list[0].kwargs["avatar_url"] == "https://example.com/a.png"
+    assert existing.send.await_args_list[1].kwargs["thread"] is thread
+
+
+async def test_webhook_sender_creates_a_webhook_when_none_is_ours() -> None:
+    ids: list[int] = []
+    created = fake_webhook(ids)
+    foreign = MagicMock(spec=discord.Webhook)
+    foreign.name = "someone else"
+    foreign.token = "t"
+    channel = MagicMock(spec=discord.TextChannel)
+    channel.id = 20
+    channel.webhooks = AsyncMock(return_value=[foreign])
+    channel.create_webhook = AsyncMock(return_value=created)
+    sent = await WebhookSender("TestBot personalities").send(
+        channel, "x" * 4500, name="Sage", avatar_url=None
+    )
+    channel.create_webhook.assert_awaited_once_with(name="TestBot personalities")
+    assert len(sent) == 3
+
+
+async def test_plain_sender_keeps_the_header_within_the_limit() -> None:
+    channel = MagicMock(spec=discord.TextChannel)
+    channel.send = AsyncMock(side_effect=lambda content, **kwargs: MagicMock(content=content))
+    sent = await PlainSender().send(channel, "y" * 3990, name="Lilith", avatar_url=None)
+    contents = [call.args[0] for call in channel.send.await_args_list]
+    assert contents[0].startswith("**Lilith**\n")
+    assert all(len(c) <= 2000 for c in contents)
+    assert len(sent) == 3
+    assert all(
+        call.kwargs["allowed_mentions"].to_dict() == {"parse": []} for call in channel.send.await_args_list
+    )
+
+
+def test_sent_parts_store_the_text_without_the_plain_header() -> None:
+    first, second = MagicMock(id=1, content="**Lilith**\nHello there."), MagicMock(id=2, content="More.")
+    assert sent_parts([first, second], "Hello there. More.") == [("1", "Hello there."), ("2", "More.")]

@@ -1,0 +1,66 @@
+"""Transcript validation: every line checked before anything is stored, each problem named by its line."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.errors import InvalidInputError
+from memory.formation.importer import MAX_CONTENT_CHARS, parse_transcript
+from memory.types import MessageRole
+
+
+def jsonl(*records: object) -> str:
+    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records)
+
+
+def test_valid_lines_are_read_and_blank_or_empty_ones_skipped() -> None:
+    text = jsonl(
+        {"id": 1, "role": "user", "content": "hi", "user_id": 42, "timestamp": "2024-03-15T18:00:00Z"},
+        "",
+        {"id": "b", "role": "assistant", "content": "   "},
+        {"id": "c", "role": "assistant", "content": "hello", "author": "", "timestamp": "2024-03-15T18:01"},
+        {"id": "d", "role": "user", "content": "x", "memory": {"exported": True}},  # export keys ignored
+    )
+    lines, skipped = parse_transcript(text)
+    assert skipped == 2
+    assert [(line.line_no, line.id, line.role) for line in lines] == [
+        (1, "1", MessageRole.USER),
+        (4, "c", MessageRole.ASSISTANT),
+        (5, "d", MessageRole.USER),
+    ]
+    assert lines[0].user_id == "42" and lines[1].author is None
+    assert lines[0].timestamp == datetime(2024, 3, 15, 18, 0, tzinfo=UTC)
+    assert lines[1].timestamp == datetime(2024, 3, 15, 18, 1, tzinfo=UTC)  # no zone: UTC
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ("{not json", "line 2: not valid JSON (Expecting property name enclosed in double quotes)"),
+        ("[1, 2]", "line 2: expected a JSON object"),
+        ({"content": "x"}, "line 2: missing required field(s) id, role"),
+        ({"id": "", "role": "user", "content": "x"}, "line 2: 'id' is empty"),
+        ({"id": True, "role": "user", "content": "x"}, "line 2: 'id' must be a string"),
+        ({"id": "x" * 65, "role": "user", "content": "x"}, "line 2: 'id' is longer than 64 characters"),
+        ({"id": "b", "role": "system", "content": "x"}, 'line 2: \'role\' must be "user" or "assistant"'),
+        ({"id": "b", "role": "user", "content": 5}, "line 2: 'content' must be a string"),
+        (
+            {"id": "b", "role": "user", "content": "x" * (MAX_CONTENT_CHARS + 1)},
+            f"line 2: 'content' is over {MAX_CONTENT_CHARS} characters",
+        ),
+        ({"id": "a", "role": "user", "content": "x"}, "line 2: id 'a' appears twice in the file"),
+        (
+            {"id": "b", "role": "user", "content": "x", "timestamp": "soon"},
+            "line 2: 'timestamp' is not ISO-8601",
+        ),
+        ({"id": "b", "role": "user", "content": "x", "guild_id": [1]}, "line 2: 'guild_id' must be a string"),
+    ],
+)
+def test_a_bad_line_is_refused_in_one_line_naming_it(record: object, message: str) -> None:
+    text = jsonl({"id": "a", "role": "user", "content": "fine"}, record)
+    with pytest.raises(InvalidInputError) as info:
+        parse_transcript(text)
+    assert str(info.value) == message
