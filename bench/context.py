@@ -22,7 +22,7 @@ from bench._common import bench_database, describe_ms
 from bench.recall import QUERIES, load
 from memory.chat.rolling import RollingSummarizer
 from memory.chat.service import ChatReply, ChatRequest, ChatService
-from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
+from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.bindings import BindingService
@@ -51,7 +51,7 @@ async def prefill(chat: ChatService, sessionmaker, personality_id: int, users: i
             role = MessageRole.USER if i % 2 == 0 else MessageRole.ASSISTANT
             text = rng.choice(QUERIES) + " " + " ".join(rng.choice(QUERIES) for _ in range(6))
             messages.append(
-                NewMessage(
+                LoggedMessage(
                     external_id=f"h{channel}-{i}",
                     author_id=user if role is MessageRole.USER else "personality:bench",
                     author_name=user,

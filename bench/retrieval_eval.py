@@ -1,4 +1,6 @@
-"""Retrieval quality: recall@5 and recall@10 of dense, keyword (sparse) and fused search, per mode.
+"""Retrieval quality: recall@5 and recall@10 of each side of the search (dense, keyword) and of the
+product's recall (`MemoryService.recall`: both sides fused, with neighbours), per mode. The fast
+regression eval; bench.recall_quality measures long conversations.
 
 A few hundred messages of written conversations (bench/data/eval_conversations.jsonl) are imported
 for one personality in each memory mode; each question in bench/data/eval_questions.jsonl names the
@@ -80,14 +82,24 @@ async def run() -> None:
             for question in questions:
                 flt = RecallFilter(personality_id=personality.id, user_id=question["user_id"])
                 dense = (await embedder.embed([question["query"]]))[0]
-                sparse = encode_sparse_query(question["query"])
+                found = await index.search(
+                    dense=dense, sparse=encode_sparse_query(question["query"]), flt=flt, limit=10
+                )
+                recalled = await service.recall(
+                    personality_id=personality.id,
+                    user_id=question["user_id"],
+                    query=question["query"],
+                    limit=10,
+                )
                 answers = set(question["answer_ids"])
-                for method, (d, s) in zip(
-                    METHODS, ((dense, None), (None, sparse), (dense, sparse)), strict=True
-                ):
-                    found = await index.search(dense=d, sparse=s, flt=flt, limit=10)
+                ranked = {
+                    "dense": [hit.id for hit in found.dense],
+                    "keyword": [hit.id for hit in found.keyword],
+                    "fused": [memory.id for memory in recalled],  # the product's recall, end to end
+                }
+                for method in METHODS:
                     for k in (5, 10):
-                        hits[method, k] += any(sources.get(hit.id, set()) & answers for hit in found[:k])
+                        hits[method, k] += any(sources.get(i, set()) & answers for i in ranked[method][:k])
             ratio = stats.stored_chars / stats.source_chars if stats.source_chars else 0
             for method in METHODS:
                 print(

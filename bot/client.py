@@ -37,13 +37,23 @@ class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
                 exc_info=original,
             )
             message = "Something went wrong on our side; it has been logged."
-        if interaction.response.is_done():
-            await interaction.followup.send(message, ephemeral=True)
-        else:
-            await interaction.response.send_message(message, ephemeral=True)
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(message, ephemeral=True)
+            else:
+                await interaction.response.send_message(message, ephemeral=True)
+        except discord.HTTPException as exc:
+            # Most often the interaction expired (a first response after Discord's 3 s, 10062 Unknown
+            # interaction): nobody is left to tell, and raising here would only surface as "Task
+            # exception was never retrieved".
+            log.warning(
+                "Could not report an error to the user of %r: %s",
+                interaction.command and interaction.command.qualified_name,
+                exc,
+            )
 
 
-async def sync_command_tree(bot: commands.Bot, guild_id: int | None = None) -> list[str]:
+async def sync_command_tree(bot: commands.AutoShardedBot, guild_id: int | None = None) -> list[str]:
     """Publish the slash commands, globally or (copied) to one guild; returns the top-level names."""
     guild = discord.Object(id=guild_id) if guild_id else None
     if guild is not None:
@@ -52,10 +62,18 @@ async def sync_command_tree(bot: commands.Bot, guild_id: int | None = None) -> l
     return [command.name for command in synced]
 
 
-class PersonaeClient(commands.Bot):
-    """Intents, mentions and the error-handling tree shared by the bot and the command publisher."""
+class PersonaeClient(commands.AutoShardedBot):
+    """Intents, mentions and the error-handling tree shared by the bot and the command publisher.
 
-    def __init__(self) -> None:
+    Sharded from the start: past 2,500 guilds Discord requires it. With no shard count set, discord.py
+    asks Discord for the recommended count and runs every shard in this process; SHARD_COUNT with
+    SHARD_IDS splits them over processes (and machines) sharing one PostgreSQL and one Qdrant server.
+    """
+
+    def __init__(self, *, shard_count: int | None = None, shard_ids: list[int] | None = None) -> None:
+        # The bot never joins voice: discord.py's warnings about missing voice libraries are noise.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         intents = discord.Intents.default()
         intents.message_content = True
         intents.members = False
@@ -64,6 +82,8 @@ class PersonaeClient(commands.Bot):
             intents=intents,
             tree_cls=PersonaeTree,
             allowed_mentions=discord.AllowedMentions.none(),
+            shard_count=shard_count,
+            shard_ids=shard_ids,  # type: ignore[arg-type]  # None (all shards) is discord.py's default
         )
 
 
@@ -71,7 +91,8 @@ class PersonaeBot(PersonaeClient):
     """Holds the runtime (services) it was given and its background tasks; builds nothing itself."""
 
     def __init__(self, *, runtime: Runtime) -> None:
-        super().__init__()
+        settings = runtime.settings
+        super().__init__(shard_count=settings.shard_count, shard_ids=settings.shard_ids)
         self.runtime = runtime
         self.background = BackgroundTasks()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch)
     from memory.llm import LLMClient
     from memory.recall.embedders import Embedder
     from memory.service import MemoryService
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,14 @@ async def open_core(settings: BotSettings) -> AsyncIterator[Core]:
 
 
 @asynccontextmanager
-async def open_memory_services(core: Core, *, embedder: Embedder | None = None) -> AsyncIterator[Runtime]:
-    """Open the vector index and build the memory and chat services over the Core; closed on exit."""
+async def open_memory_services(
+    core: Core, *, embedder: Embedder | None = None, rebuild_index: bool = False
+) -> AsyncIterator[Runtime]:
+    """Open the vector index and build the memory and chat services over the Core; closed on exit.
+
+    rebuild_index: a damaged embedded index is started empty (a full reindex refills it) instead of
+    refusing to open with a line that names `personae reindex`.
+    """
     from memory.chat.rolling import RollingSummarizer
     from memory.chat.service import ChatService
     from memory.formation.importer import TranscriptImporter
@@ -117,6 +127,7 @@ async def open_memory_services(core: Core, *, embedder: Embedder | None = None) 
         qdrant_url=settings.qdrant_url,
         qdrant_api_key=api_key.get_secret_value() if api_key else None,
         data_dir=settings.personae_data_dir,
+        rebuild_if_damaged=rebuild_index,
     )
     try:
         llm = LLMClient(
@@ -156,6 +167,12 @@ async def open_memory_services(core: Core, *, embedder: Embedder | None = None) 
         )
         # A personality created, renamed or deleted here is routable (or not) from the next message on.
         core.personalities.subscribe(chat.routing.invalidate)
+        if not rebuild_index and (lost := await memory.lost_from_index()):
+            log.warning(
+                "The vector index is empty but PostgreSQL holds %d indexed memories: recall finds "
+                "nothing until `personae reindex` rebuilds it",
+                lost,
+            )
         yield Runtime(
             **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
             llm=llm,
@@ -168,7 +185,10 @@ async def open_memory_services(core: Core, *, embedder: Embedder | None = None) 
 
 
 @asynccontextmanager
-async def open_runtime(settings: BotSettings) -> AsyncIterator[Runtime]:
+async def open_runtime(settings: BotSettings, *, rebuild_index: bool = False) -> AsyncIterator[Runtime]:
     """The Core and the memory services on it: what the bot and the memory commands run on."""
-    async with open_core(settings) as core, open_memory_services(core) as runtime:
+    async with (
+        open_core(settings) as core,
+        open_memory_services(core, rebuild_index=rebuild_index) as runtime,
+    ):
         yield runtime

@@ -1,13 +1,15 @@
 """How a personality's reply reaches a channel: through a webhook with its name and avatar, or, where
 the bot may not manage webhooks (a DM, a missing permission), as the bot's own message under the
-personality's name in bold. Model output never pings anyone.
+personality's name in bold. Model output never pings anyone. The typing indicator is best-effort:
+Discord's side effects never decide whether a message is stored or answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import discord
@@ -28,13 +30,18 @@ class ReplySender(Protocol):
     ) -> list[discord.Message]: ...
 
 
+def plain_header(name: str) -> str:
+    """The line the plain sender puts before a reply: the personality's name in bold."""
+    return f"**{discord.utils.escape_markdown(name)}**\n"
+
+
 class PlainSender:
     """The bot's own messages, the personality's name in bold (no Manage Webhooks, or a DM)."""
 
     async def send(
         self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
     ) -> list[discord.Message]:
-        header = f"**{discord.utils.escape_markdown(name)}**\n"
+        header = plain_header(name)
         parts = split_message(text, DISCORD_LIMIT - len(header))
         sent = []
         for index, part in enumerate(parts):
@@ -64,6 +71,17 @@ class WebhookSender:
             webhook = existing[0] if existing else await channel.create_webhook(name=self.webhook_name)
             self._webhooks[channel.id] = webhook
             return webhook
+
+    async def known_webhook_id(self, channel: WebhookTarget) -> int | None:
+        """The id of our webhook in this channel, if there is one (none is created to find out)."""
+        cached = self._webhooks.get(channel.id)
+        if cached is not None:
+            return cached.id
+        existing = [w for w in await channel.webhooks() if w.name == self.webhook_name and w.token]
+        if not existing:
+            return None
+        self._webhooks[channel.id] = existing[0]
+        return existing[0].id
 
     def forget(self, channel_id: int) -> None:
         self._webhooks.pop(channel_id, None)
@@ -100,6 +118,14 @@ class WebhookSender:
         return sent
 
 
+async def send_notice(channel: discord.abc.Messageable, text: str) -> None:
+    """A short notice from the bot itself (a failure, a flood warning); one that can't be sent is logged."""
+    try:
+        await channel.send(text, allowed_mentions=NO_MENTIONS)
+    except discord.HTTPException as exc:
+        log.warning("Could not send a notice to %s: %s", getattr(channel, "id", "?"), exc)
+
+
 def can_use_webhooks(channel: discord.abc.Messageable) -> bool:
     """Whether the bot may manage webhooks where it would post (a thread's parent for threads)."""
     target = channel.parent if isinstance(channel, discord.Thread) else channel
@@ -128,12 +154,33 @@ async def send_as(
         return await plain.send(channel, text, name=name, avatar_url=None)
 
 
-def sent_parts(sent: Sequence[discord.Message], text: str) -> list[tuple[str, str]]:
-    """(message id, text) per sent part, as the reply is stored; the plain sender's header is not."""
+def sent_parts(sent: Sequence[discord.Message], text: str, *, name: str) -> list[tuple[str, str]]:
+    """(message id, text) per sent part, as the reply is stored: without the header the plain sender
+    put on its first part, and only that (a reply may well begin with a bold line of its own)."""
+    header = plain_header(name)
     parts = []
     for index, message in enumerate(sent):
         content = message.content
-        if index == 0 and content.startswith("**") and "**\n" in content:
-            content = content.split("**\n", 1)[1]
+        if index == 0 and message.webhook_id is None:
+            content = content.removeprefix(header)
         parts.append((str(message.id), content or text))
     return parts
+
+
+@asynccontextmanager
+async def typing_if_possible(channel: discord.abc.Messageable) -> AsyncIterator[None]:
+    """Show "typing…" while the body runs, when Discord lets us; a failed indicator changes nothing."""
+    typing = channel.typing()
+    try:
+        await typing.__aenter__()
+    except Exception as exc:  # a refused request or a dropped connection: answer all the same
+        log.debug("No typing indicator in %s: %r", getattr(channel, "id", "?"), exc)
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            await typing.__aexit__(None, None, None)
+        except Exception as exc:
+            log.debug("Stopping the typing indicator failed: %r", exc)

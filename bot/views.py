@@ -9,6 +9,7 @@ from typing import Any
 import discord
 
 from memory.errors import UserFacingError
+from memory.owners.personality_fields import MAX_SUMMARIZER_PROMPT_LENGTH
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class SummarizerPromptModal(discord.ui.Modal, title="Summarizer prompt"):
         label="Prompt (empty = default)",
         style=discord.TextStyle.paragraph,
         required=False,
-        max_length=4000,
+        max_length=MAX_SUMMARIZER_PROMPT_LENGTH,
         custom_id="personae:summarizer-prompt",
     )
 

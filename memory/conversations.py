@@ -1,12 +1,14 @@
-"""Conversations and the message log: stored first, idempotently, before anything acts on them; and the
-one reset of a conversation (its rolling summary and title; the log and long-term memories stay)."""
+"""Conversations and the message log: stored first, idempotently, before anything acts on them, each
+reply linked to the user message it answers, text made storable on the way in; and the one reset of a
+conversation (its rolling summary and title; the log and long-term memories stay)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -61,7 +63,13 @@ async def ensure_conversation(session: AsyncSession, personality_id: int, venue:
 
 
 @dataclass(frozen=True, slots=True)
-class NewMessage:
+class LoggedMessage:
+    """One message of a conversation's log: what is stored, and what memory formation reads back.
+
+    `reply_to` is, for a reply, the external id of the user message it answers (in the same
+    conversation); None on a user message, and on a reply that leaves the choice to `store_messages`.
+    """
+
     external_id: str
     author_id: str
     author_name: str | None
@@ -69,10 +77,46 @@ class NewMessage:
     content: str
     created_at: datetime
     token_count: int = 0
+    reply_to: str | None = None
+
+    @classmethod
+    def of(cls, message: Message, reply_to: str | None = None) -> LoggedMessage:
+        """A plain copy of a stored message; `reply_to` is the external id of the message it answers."""
+        return cls(
+            external_id=message.external_id,
+            author_id=message.author_id,
+            author_name=message.author_name,
+            role=MessageRole(message.role),
+            content=message.content,
+            created_at=message.created_at,
+            token_count=message.token_count,
+            reply_to=reply_to,
+        )
 
 
-async def store_messages(session: AsyncSession, conversation_id: int, messages: list[NewMessage]) -> int:
-    """Insert messages not yet in the log (by external id); return how many were new."""
+def storable_text(text: str) -> str:
+    """The text as PostgreSQL can store it: NUL bytes removed, unpaired surrogates made U+FFFD.
+
+    Both come in from transcripts (JSON escapes) and model output, and would otherwise fail the insert.
+    """
+    text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Through UTF-16, a surrogate pair written as two code points becomes its character again.
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+async def store_messages(
+    session: AsyncSession, conversation_id: int, messages: Sequence[LoggedMessage]
+) -> int:
+    """Insert messages not yet in the log (by external id), oldest first; return how many were new.
+
+    Each new reply is linked to the user message it answers: the one its `reply_to` names, else the
+    nearest user message before it (in `messages`, then in the stored log). A reply that answers no
+    stored user message (none before it, or `reply_to` naming none) is stored unlinked.
+    """
     if not messages:
         return 0
     rows = [
@@ -80,25 +124,69 @@ async def store_messages(session: AsyncSession, conversation_id: int, messages: 
             "conversation_id": conversation_id,
             "external_id": m.external_id,
             "author_id": m.author_id,
-            "author_name": m.author_name,
+            "author_name": storable_text(m.author_name) if m.author_name is not None else None,
             "role": m.role.value,
-            "content": m.content,
+            "content": storable_text(m.content),
             "created_at": m.created_at,
             "token_count": m.token_count,
         }
         for m in messages
     ]
-    inserted = 0
+    new: dict[str, int] = {}
     # asyncpg caps a statement at 32767 parameters: insert in slices.
     for start in range(0, len(rows), 2000):
         statement = (
             insert(Message)
             .values(rows[start : start + 2000])
             .on_conflict_do_nothing(index_elements=["conversation_id", "external_id"])
-            .returning(Message.id)
+            .returning(Message.external_id, Message.id)
         )
-        inserted += len((await session.scalars(statement)).all())
-    return inserted
+        new.update({external_id: row_id for external_id, row_id in await session.execute(statement)})
+    await _link_replies(session, conversation_id, messages, new)
+    return len(new)
+
+
+async def _link_replies(
+    session: AsyncSession, conversation_id: int, messages: Sequence[LoggedMessage], new: dict[str, int]
+) -> None:
+    """Set `reply_to_id` on the new replies (see store_messages)."""
+    answers: dict[int, str | None] = {}  # new reply row id -> external id of the message it answers
+    last_user: str | None = None
+    for message in messages:
+        if message.role is MessageRole.USER:
+            last_user = message.external_id
+        elif message.external_id in new:
+            answers[new[message.external_id]] = message.reply_to or last_user
+    if not answers:
+        return
+    named = sorted({external_id for external_id in answers.values() if external_id is not None})
+    user_ids: dict[str, int] = {}
+    for start in range(0, len(named), 5000):
+        found = await session.execute(
+            select(Message.external_id, Message.id).where(
+                Message.conversation_id == conversation_id,
+                Message.role == MessageRole.USER.value,
+                Message.external_id.in_(named[start : start + 5000]),
+            )
+        )
+        user_ids.update({external_id: row_id for external_id, row_id in found})
+    links = []
+    for reply_id, external_id in answers.items():
+        if external_id is None:
+            # No user message before it in this batch: the nearest one already in the log, if any.
+            answered = await session.scalar(
+                select(func.max(Message.id)).where(
+                    Message.conversation_id == conversation_id,
+                    Message.role == MessageRole.USER.value,
+                    Message.id < reply_id,
+                )
+            )
+        else:
+            answered = user_ids.get(external_id)
+        if answered is not None:
+            links.append({"id": reply_id, "reply_to_id": answered})
+    if links:
+        await session.execute(update(Message), links)
 
 
 async def find_conversation(session: AsyncSession, personality_id: int, venue: Venue) -> Conversation | None:

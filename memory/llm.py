@@ -1,9 +1,11 @@
-"""One LLM client for the whole process: litellm calls under one retry policy and a concurrency bound.
+"""One LLM client for the whole process: litellm calls under one retry policy and adaptive concurrency.
 
 litellm is imported on first use, never at module import: it costs seconds, and most CLI commands never
 call a model. Its own retries (and the OpenAI SDK's) are switched off so that one policy, `RetryPolicy`
 (tenacity), decides what is retried, for chat, summaries and embeddings alike; every call carries an
-explicit timeout.
+explicit timeout. How many calls each provider endpoint gets at once is found by an `AdaptiveLimit`
+(memory/concurrency.py) under the configured ceiling; a refused attempt leaves its place before the
+retry policy waits, so a retry never holds a place while it sleeps.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import AsyncGenerator
 from types import ModuleType
 from typing import Any
 
+from memory.concurrency import AdaptiveLimit, LimitStats, Slot
 from memory.retry import (
     LLMConfigError,
     LLMUnavailableError,
@@ -26,18 +29,24 @@ from memory.retry import (
 from memory.types import ModelConfig
 
 __all__ = [
+    "DEFAULT_CONCURRENCY_CEILING",
     "DEFAULT_CONTEXT_WINDOW",
+    "INITIAL_CONCURRENCY",
     "LLMClient",
     "LLMConfigError",
     "LLMUnavailableError",
     "RetryPolicy",
     "classify_llm_error",
     "load_litellm",
+    "report_failure",
 ]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 8192
+# Calls in flight per provider: each limit starts here and finds its level up to the ceiling.
+INITIAL_CONCURRENCY = 4
+DEFAULT_CONCURRENCY_CEILING = 64
 # Slack on top of cfg.timeout for our own guard: litellm's timeout should fire first, ours only catches
 # a provider integration that ignores it.
 _GUARD_SLACK = 5.0
@@ -62,23 +71,29 @@ def load_litellm() -> ModuleType:
 
 
 class LLMClient:
-    """Calls chat models through litellm with a per-provider concurrency bound and retries."""
+    """Calls chat models through litellm with adaptive per-provider concurrency and retries.
+
+    `max_concurrency_per_provider` is the ceiling each provider's limit may grow to; it starts at
+    `initial_concurrency` (or the ceiling, if lower).
+    """
 
     def __init__(
         self,
         *,
-        max_concurrency_per_provider: int = 4,
+        max_concurrency_per_provider: int = DEFAULT_CONCURRENCY_CEILING,
+        initial_concurrency: int = INITIAL_CONCURRENCY,
         max_retries: int = 3,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
     ) -> None:
-        if max_concurrency_per_provider < 1:
-            raise ValueError("max_concurrency_per_provider must be at least 1")
+        if max_concurrency_per_provider < 1 or initial_concurrency < 1:
+            raise ValueError("max_concurrency_per_provider and initial_concurrency must be at least 1")
         self.max_concurrency_per_provider = max_concurrency_per_provider
+        self.initial_concurrency = initial_concurrency
         self.retry = RetryPolicy(
             max_retries=max(0, max_retries), backoff_base=backoff_base, backoff_max=backoff_max
         )
-        self._semaphores: dict[tuple[str, str | None], asyncio.Semaphore] = {}
+        self._limits: dict[tuple[str, str | None], AdaptiveLimit] = {}
 
     # ----------------------------------------------------------------- public API
 
@@ -89,11 +104,19 @@ class LLMClient:
         litellm = load_litellm()
         self._check_model(cfg.model, cfg.api_base)
         kwargs = self._call_kwargs(cfg, max_tokens)
-        semaphore = self._semaphore(cfg)
+        limit = self.limit_for(cfg.provider, cfg.api_base)
 
         async def attempt() -> str:
-            async with semaphore, asyncio.timeout(cfg.timeout + _GUARD_SLACK):
-                response = await litellm.acompletion(messages=messages, **kwargs)
+            slot = await limit.acquire()
+            try:
+                async with asyncio.timeout(cfg.timeout + _GUARD_SLACK):
+                    response = await litellm.acompletion(messages=messages, **kwargs)
+                slot.succeeded()
+            except Exception as exc:
+                report_failure(slot, exc, cfg.timeout)
+                raise
+            finally:
+                slot.release()
             content = response.choices[0].message.content
             return content if isinstance(content, str) else ""
 
@@ -106,23 +129,28 @@ class LLMClient:
         litellm = load_litellm()
         self._check_model(cfg.model, cfg.api_base)
         kwargs = self._call_kwargs(cfg, max_tokens)
-        semaphore = self._semaphore(cfg)
+        limit = self.limit_for(cfg.provider, cfg.api_base)
 
-        async def open_stream() -> tuple[Any, str | None]:
+        async def open_stream() -> tuple[Any, str | None, Slot]:
             # The slot stays taken for the whole stream, so it is released here only on failure.
-            await semaphore.acquire()
+            slot = await limit.acquire()
             response: Any = None
             try:
                 async with asyncio.timeout(cfg.timeout + _GUARD_SLACK):
                     response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
-                    return response, await _next_text(response)
-            except BaseException:
-                semaphore.release()
+                    first = await _next_text(response)
+                # No latency sample: a stream's first text comes sooner than a whole reply would.
+                slot.succeeded(sample_latency=False)
+                return response, first, slot
+            except BaseException as exc:
+                if isinstance(exc, Exception):
+                    report_failure(slot, exc, cfg.timeout)
+                slot.release()
                 if response is not None:
                     await _close_stream(response)
                 raise
 
-        response, first = await self.retry.call(cfg.model, cfg.timeout, open_stream)
+        response, first, slot = await self.retry.call(cfg.model, cfg.timeout, open_stream)
         try:
             if first is None:
                 return
@@ -139,7 +167,7 @@ class LLMClient:
                     return
                 yield text
         finally:
-            semaphore.release()
+            slot.release()
             await _close_stream(response)
 
     def context_window(self, cfg: ModelConfig) -> int:
@@ -169,14 +197,22 @@ class LLMClient:
                 "'openai/gpt-4o-mini' or 'ollama/llama3.1'"
             ) from None
 
-    def _semaphore(self, cfg: ModelConfig) -> asyncio.Semaphore:
+    def limit_for(self, provider: str, api_base: str | None) -> AdaptiveLimit:
+        """The concurrency limit of one provider endpoint, shared by every call to it."""
         # Keyed by endpoint too: two OpenAI-compatible servers (say a local vLLM and OpenAI itself)
         # share the "openai" prefix but not their capacity.
-        key = (cfg.provider, cfg.api_base)
-        semaphore = self._semaphores.get(key)
-        if semaphore is None:
-            semaphore = self._semaphores[key] = asyncio.Semaphore(self.max_concurrency_per_provider)
-        return semaphore
+        key = (provider, api_base)
+        limit = self._limits.get(key)
+        if limit is None:
+            name = f"{provider} at {api_base}" if api_base else provider
+            limit = self._limits[key] = AdaptiveLimit(
+                name, ceiling=self.max_concurrency_per_provider, initial=self.initial_concurrency
+            )
+        return limit
+
+    def concurrency_stats(self) -> list[LimitStats]:
+        """Where each provider's limit stands now (for logs and benchmarks)."""
+        return [limit.stats() for limit in self._limits.values()]
 
     def _call_kwargs(self, cfg: ModelConfig, max_tokens: int | None) -> dict[str, Any]:
         return {
@@ -192,6 +228,13 @@ class LLMClient:
             # Models that reject a parameter (temperature on reasoning models) still answer.
             "drop_params": True,
         }
+
+
+def report_failure(slot: Slot, exc: BaseException, timeout: float) -> None:
+    """Tell the limit about a failed attempt: a refusal or a timeout cuts it, other failures do not."""
+    failure = classify_llm_error(exc, timeout)
+    if failure is not None and failure.congestion:
+        slot.congested(failure.reason)
 
 
 async def _next_text(response: Any) -> str | None:

@@ -57,6 +57,10 @@ def _error_detail(exc: BaseException) -> str:
     return _one_line(message, 160)
 
 
+# Statuses that mean "too many calls right now": 429, 503 and Anthropic's 529 "overloaded".
+_OVERLOADED = frozenset({429, 503, 529})
+
+
 @dataclass(frozen=True, slots=True)
 class LLMFailure:
     """How one failed call should be handled."""
@@ -65,6 +69,8 @@ class LLMFailure:
     reason: str
     config_error: bool = False
     retry_after: float | None = None
+    # The provider is overloaded (429, 503, 529) or too slow to answer: fewer calls should be in flight.
+    congestion: bool = False
 
 
 def _retry_after_seconds(exc: BaseException) -> float | None:
@@ -95,7 +101,7 @@ def classify_llm_error(exc: BaseException, timeout: float) -> LLMFailure | None:
     import openai
 
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
-        return LLMFailure(True, f"timed out after {timeout:g} s")
+        return LLMFailure(True, f"timed out after {timeout:g} s", congestion=True)
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         return LLMFailure(False, f"rejected the API key: {_error_detail(exc)}", config_error=True)
     if isinstance(exc, openai.NotFoundError):
@@ -104,7 +110,10 @@ def classify_llm_error(exc: BaseException, timeout: float) -> LLMFailure | None:
         return LLMFailure(False, "unknown provider (use a litellm model string)", config_error=True)
     if isinstance(exc, openai.RateLimitError):
         return LLMFailure(
-            True, f"rate limited (429): {_error_detail(exc)}", retry_after=_retry_after_seconds(exc)
+            True,
+            f"rate limited (429): {_error_detail(exc)}",
+            retry_after=_retry_after_seconds(exc),
+            congestion=True,
         )
     if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
         return LLMFailure(False, f"rejected the request: {_error_detail(exc)}")
@@ -117,7 +126,10 @@ def classify_llm_error(exc: BaseException, timeout: float) -> LLMFailure | None:
             return LLMFailure(True, "connection dropped")
         if isinstance(status, int) and (status >= 500 or status in (408, 409, 425, 429)):
             return LLMFailure(
-                True, f"server error {status}: {_error_detail(exc)}", retry_after=_retry_after_seconds(exc)
+                True,
+                f"server error {status}: {_error_detail(exc)}",
+                retry_after=_retry_after_seconds(exc),
+                congestion=status in _OVERLOADED,
             )
         return LLMFailure(False, f"error {status}: {_error_detail(exc)}")
     return None

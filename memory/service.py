@@ -22,7 +22,7 @@ from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
 from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
-from memory.recall.upkeep import DriftReport, check_drift, reindex
+from memory.recall.upkeep import DriftReport, check_drift, lost_from_index, reindex
 from memory.types import MemoryMode, ProgressCallback
 
 __all__ = [
@@ -144,6 +144,10 @@ class MemoryService:
         return await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
 
     # ------------------------------------------------------------------- maintenance
+
+    async def lost_from_index(self) -> int:
+        """Memories stored as indexed while the index is empty (see upkeep.lost_from_index)."""
+        return await lost_from_index(self._store)
 
     async def check_drift(self, *, personality_id: int | None = None) -> DriftReport:
         """Live memories missing from the index, and index points whose memory is gone."""

@@ -44,7 +44,9 @@ class Settings(BaseSettings):
     summarizer_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=0, le=10)
-    llm_concurrency_per_provider: int = Field(default=4, ge=1, le=256)
+    # The ceiling of calls in flight per provider endpoint: each starts at a few and finds its own level
+    # below this (growing while calls succeed, halving on 429/503 or a timeout).
+    llm_concurrency_per_provider: int = Field(default=64, ge=1, le=256)
     # Owners may pick plain model strings only from these providers/models (prefix match);
     # anything with its own api base or key must be an admin-made LLM config.
     model_allow_list: list[str] = Field(default_factory=lambda: ["openai/gpt-4o-mini", "ollama/"])

@@ -180,6 +180,12 @@ class Message(Base):
     # Set once the exchange this message belongs to became a memory (or was skipped by settings):
     # pending memory work is derived from the NULLs here, so nothing is lost across crashes.
     memory_processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # A reply's link to the user message it answers (in the same conversation): exchanges are built
+    # from it, so in a shared channel each reply is remembered with the one who was answered.
+    # NULL for user messages, and for a reply whose user message is gone.
+    reply_to_id: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("messages.id", ondelete="SET NULL"), index=True
+    )
 
     __table_args__ = (
         UniqueConstraint("conversation_id", "external_id"),

@@ -7,7 +7,11 @@ SSE parsing) runs in tests. Behaviour is programmable per test:
         server.script(Fail(429), Reply("hello"))
         cfg = ModelConfig(model="openai/test-model", api_base=server.base_url, api_key="test")
 
-`python -m testkit.llm_server --port 8011 --latency 0.2` runs it standalone for benchmarks.
+A provider's concurrency limit is played by `concurrency_limit=N`: a request arriving while N are in
+flight is refused at once with 429 and `Retry-After`, as a gateway in front of a model server does.
+
+`python -m testkit.llm_server --port 8011 --latency 0.2 [--concurrency-limit 8]` runs it standalone
+for benchmarks.
 """
 
 from __future__ import annotations
@@ -118,17 +122,25 @@ class LLMTestServer:
         latency: float = 0.0,
         embedding_dim: int = 64,
         responder: Responder = echo_first_sentence,
+        concurrency_limit: int | None = None,
+        limit_retry_after: float = 1.0,
     ) -> None:
         self.host = host
         self.port = port
         self.latency = latency
         self.embedding_dim = embedding_dim
         self.responder = responder
+        # The bodies of the requests it accepted (one refused for the concurrency limit only counts in
+        # `rejected`).
         self.requests: list[dict[str, Any]] = []
         # None accepts every model name; a set makes other names answer 404 like a real server.
         self.known_models: set[str] | None = None
+        # None: any number in flight; N: the (N+1)th concurrent request gets 429 + Retry-After.
+        self.concurrency_limit = concurrency_limit
+        self.limit_retry_after = limit_retry_after
+        self.rejected = 0  # requests refused for the concurrency limit
         self.in_flight = 0
-        self.max_in_flight = 0
+        self.max_in_flight = 0  # the peak of requests in flight (refused ones never count)
         self._script: deque[Behaviour] = deque()
         self._runner: web.AppRunner | None = None
         self._ids = itertools.count(1)
@@ -153,6 +165,8 @@ class LLMTestServer:
         self.latency = 0.0
         self.responder = echo_first_sentence
         self.known_models = None
+        self.concurrency_limit = None
+        self.rejected = 0
 
     async def start(self) -> None:
         app = web.Application(middlewares=[_error_middleware])
@@ -184,6 +198,12 @@ class LLMTestServer:
 
     @contextlib.contextmanager
     def _tracked(self) -> Iterator[None]:
+        if self.concurrency_limit is not None and self.in_flight >= self.concurrency_limit:
+            self.rejected += 1
+            headers = {"Retry-After": f"{self.limit_retry_after:g}"}
+            raise _error_response(
+                429, f"too many requests in flight (limit {self.concurrency_limit})", headers
+            )
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -367,9 +387,15 @@ async def _error_middleware(
         )
 
 
-async def _serve(host: str, port: int, latency: float, embedding_dim: int) -> None:
-    async with LLMTestServer(host=host, port=port, latency=latency, embedding_dim=embedding_dim) as server:
-        print(f"OpenAI-compatible test server at {server.base_url} (latency {latency:g} s)", flush=True)
+async def _serve(host: str, port: int, latency: float, embedding_dim: int, limit: int | None) -> None:
+    server = LLMTestServer(
+        host=host, port=port, latency=latency, embedding_dim=embedding_dim, concurrency_limit=limit
+    )
+    async with server:
+        bound = f", 429 above {limit} in flight" if limit is not None else ""
+        print(
+            f"OpenAI-compatible test server at {server.base_url} (latency {latency:g} s{bound})", flush=True
+        )
         await asyncio.Event().wait()
 
 
@@ -379,9 +405,15 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
     parser.add_argument("--embedding-dim", type=int, default=64)
+    parser.add_argument(
+        "--concurrency-limit",
+        type=int,
+        default=None,
+        help="answer 429 + Retry-After above N requests in flight",
+    )
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.host, args.port, args.latency, args.embedding_dim))
+        asyncio.run(_serve(args.host, args.port, args.latency, args.embedding_dim, args.concurrency_limit))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ async def llm_server() -> AsyncIterator[LLMTestServer]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real local embedding model (all-MiniLM-L6-v2, offline), loaded once per session."""
+    """The real local embedding model (all-MiniLM-L6-v2 on onnxruntime, offline), loaded once per session
+    from the export scripts/setup made (made on first use otherwise)."""
     return LocalEmbedder()
 
 

@@ -153,3 +153,25 @@ def test_usage_errors(tmp_path: Path, args: list[str]) -> None:
     result = run_cli(*args, database_url=None, cwd=tmp_path)
     assert result.returncode == 2
     assert "usage: personae" in result.stderr
+
+
+def test_a_database_that_goes_away_mid_command_is_one_line_not_a_traceback() -> None:
+    """SQLAlchemy wraps the driver's error when the server stops mid-statement (seen when PostgreSQL
+    restarts during an import); a statement error is not mistaken for an unreachable database."""
+    import asyncpg
+    from sqlalchemy.exc import DBAPIError, InterfaceError
+
+    from bot.cli.app import explain_connection_error
+    from bot.settings import load_bot_settings
+
+    settings = load_bot_settings(database_url="postgresql://u:p@db.example/personae")
+    gone = asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed in the middle of operation")
+    for wrapped in (
+        InterfaceError("INSERT ...", None, gone),
+        DBAPIError("INSERT ...", None, asyncpg.exceptions.AdminShutdownError("terminating connection")),
+    ):
+        line = explain_connection_error(wrapped, settings)
+        assert line is not None and line.startswith("Cannot reach DATABASE_URL: ")
+        assert "\n" not in line and "sqlalche.me" not in line
+    bad_column = DBAPIError("SELECT nope", None, asyncpg.exceptions.UndefinedColumnError("no such column"))
+    assert explain_connection_error(bad_column, settings) is None

@@ -108,3 +108,61 @@ def test_malformed_file_writes_nothing(cli_env: Path, capsys: pytest.CaptureFixt
     missing_user.write_text('{"id": "1", "role": "user", "content": "hi"}\n')
     code, _, err = run(capsys, "import", str(missing_user), "--personality", "sage")
     assert code == 1 and "pass --user ID" in err
+
+
+def test_two_users_in_one_channel_keep_their_own_memories(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's transcript: Alice and Bob at once, each reply naming the message it answers."""
+    run(capsys, "personality", "create", "Lilith")
+    where = {"channel_id": "55", "guild_id": "7"}
+    lines = [
+        {
+            "id": "1",
+            "role": "user",
+            "content": "Lilith, my bank PIN is 4921, remember it",
+            "user_id": "A",
+            "author": "Alice",
+            **where,
+        },
+        {
+            "id": "2",
+            "role": "user",
+            "content": "Lilith, what's a good book?",
+            "user_id": "B",
+            "author": "Bob",
+            **where,
+        },
+        {
+            "id": "3",
+            "role": "assistant",
+            "content": "Alice, I'll remember your PIN 4921.",
+            "reply_to": "1",
+            **where,
+        },
+        {"id": "4", "role": "assistant", "content": "Bob, try Dune.", "reply_to": "2", **where},
+        # A NUL byte and a lone surrogate are stored sanely, not refused by the database.
+        {"id": "5", "role": "user", "content": "a\u0000b \ud800", "user_id": "A", "author": "Alice", **where},
+        {"id": "6", "role": "assistant", "content": "ok \udfff", "reply_to": "5", **where},
+    ]
+    transcript = cli_env / "two.jsonl"
+    transcript.write_text("\n".join(json.dumps(line) for line in lines))
+    code, out, err = run(capsys, "import", str(transcript), "--personality", "lilith")
+    assert code == 0, err
+    assert "memories stored: 3" in out
+
+    def recall(user: str) -> list[dict[str, object]]:
+        code, out, _ = run(capsys, "recall", "PIN", "--personality", "lilith", "--user", user, "--json")
+        assert code == 0
+        return json.loads(out)["memories"]  # type: ignore[no-any-return]
+
+    assert all("4921" not in str(m["content"]) for m in recall("B"))
+    assert all(m["source_message_ids"] == ["2", "4"] for m in recall("B"))  # only Bob's own, if any
+    alice = recall("A")
+    assert alice[0]["source_message_ids"] == ["1", "3"]
+    assert alice[0]["content"] == (
+        "Alice: Lilith, my bank PIN is 4921, remember it\nLilith: Alice, I'll remember your PIN 4921."
+    )
+    assert {"Alice: ab \ufffd\nLilith: ok \ufffd"} <= {m["content"] for m in alice}
+    code, out, _ = run(capsys, "memory", "stats", "--personality", "lilith")
+    assert "pending: 0 messages" in out

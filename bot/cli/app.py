@@ -37,7 +37,9 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
     from bot.runtime import open_core, open_runtime
 
     if getattr(args, "with_memory", False):
-        async with open_runtime(settings) as runtime:
+        # `personae reindex` (not --check) refills the index from PostgreSQL: it may start a damaged one.
+        rebuild = getattr(args, "rebuilds_index", False) and not getattr(args, "check", False)
+        async with open_runtime(settings, rebuild_index=rebuild) as runtime:
             await args.handler(args, runtime)
     else:
         async with open_core(settings) as core:
@@ -46,10 +48,25 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
 
 def explain_connection_error(exc: BaseException, settings: BotSettings) -> str | None:
     """One line for the database being unreachable, instead of a driver traceback."""
-    if isinstance(exc, OSError | ConnectionError) or type(exc).__module__.startswith("asyncpg"):
+    from sqlalchemy.exc import DBAPIError
+
+    # SQLAlchemy wraps the driver's error (DBAPIError and its kin) when the connection drops
+    # mid-statement; the driver's own error says what happened.
+    if isinstance(exc, DBAPIError) and isinstance(exc.orig, BaseException):
+        exc = exc.orig
+    if isinstance(exc, OSError | ConnectionError) or _asyncpg_connection_error(exc):
         where = "DATABASE_URL" if settings.database_url else "the embedded PostgreSQL"
-        return f"Cannot reach {where}: {exc}. Check that the server is running and the URL is right."
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"Cannot reach {where}: {detail}. Check that the server is running and the URL is right."
     return None
+
+
+def _asyncpg_connection_error(exc: BaseException) -> bool:
+    """asyncpg's errors about the connection or the server going away, not about a statement."""
+    name = type(exc).__name__
+    return type(exc).__module__.startswith("asyncpg") and any(
+        word in name for word in ("Connect", "Connection", "Shutdown")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -83,8 +83,22 @@ def cmd_sync_commands(args: argparse.Namespace, settings: BotSettings) -> int:
     return 0
 
 
+def guild_out_of_reach(guild_id: int, application_id: int | None) -> str:
+    """What to do when Discord refuses the commands of a guild: the bot is not in it, or the id is wrong."""
+    invite = (
+        f"https://discord.com/oauth2/authorize?client_id={application_id}&scope=bot+applications.commands"
+        if application_id
+        else "the OAuth2 URL generator of the developer portal (scopes bot and applications.commands)"
+    )
+    return (
+        f"Discord refused the commands for guild {guild_id}: the bot is not in that guild or the id is "
+        f"wrong. Invite the bot with the applications.commands scope ({invite}), or check the id."
+    )
+
+
 async def publish_commands(token: str, guild_id: int | None) -> list[str]:
     """Log in over HTTP only (no gateway, no database) and publish the slash-command tree."""
+    import aiohttp
     import discord
 
     from bot.client import CommandPublisher, sync_command_tree
@@ -92,6 +106,13 @@ async def publish_commands(token: str, guild_id: int | None) -> list[str]:
     async with CommandPublisher() as client:
         try:
             await client.login(token)  # loads the cogs through setup_hook
+            return await sync_command_tree(client, guild_id)
         except discord.LoginFailure:
             raise CommandError(TOKEN_REJECTED) from None
-        return await sync_command_tree(client, guild_id)
+        except discord.HTTPException as exc:
+            # 403 Missing Access (50001), 404 Unknown Guild (10004), or a 401 for a guild's commands.
+            if guild_id is None or exc.status not in (401, 403, 404):
+                raise
+            raise CommandError(guild_out_of_reach(guild_id, client.application_id)) from None
+        except aiohttp.ClientConnectionError as exc:
+            raise CommandError(f"Cannot reach Discord: {exc}. Check this machine's network access.") from None

@@ -45,7 +45,7 @@ def add_commands(commands: Subcommands) -> None:
     reindex = commands.add_parser("reindex", help="rebuild the vector index from PostgreSQL")
     reindex.add_argument("--personality")
     reindex.add_argument("--check", action="store_true", help="only report drift between index and database")
-    reindex.set_defaults(handler=cmd_reindex, with_memory=True)
+    reindex.set_defaults(handler=cmd_reindex, with_memory=True, rebuilds_index=True)
 
     resum = commands.add_parser("resummarize", help="re-summarize verbatim and extractive memories")
     resum.add_argument("--personality", required=True)

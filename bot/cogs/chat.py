@@ -1,32 +1,45 @@
 """Chat: answer the messages that address a personality, as that personality.
 
 Thin on purpose: routing, prompts, storage and memory live in memory.chat.ChatService, the senders in
-bot.senders, the flood control in bot.flood. This cog turns a discord.Message into calls on them and
-hands the after-reply work (memory formation, rolling summary) to the bot's background tasks.
+bot.senders, the flood control in bot.flood, the catching up (pending memories, missed messages) in
+bot.catch_up. This cog turns a discord.Message into calls on them and hands the after-reply work
+(memory formation, rolling summary) to the bot's background tasks. A message is stored before anything
+Discord does (typing, sending, reacting) can fail; a failure is a short notice and a logged error.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands
 
+from bot.catch_up import MissedMessages, PendingMemories
 from bot.flood import FloodControl, flood_notice
-from bot.senders import NO_MENTIONS, PlainSender, ReplySender, WebhookSender, send_as, sent_parts
+from bot.reactions import react_remembered
+from bot.senders import (
+    PlainSender,
+    ReplySender,
+    WebhookSender,
+    send_as,
+    send_notice,
+    sent_parts,
+    typing_if_possible,
+)
 from bot.tasks import BackgroundTasks
+from memory.chat.routing import Route
 from memory.chat.service import ChatRequest, ChatService
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
     from bot.client import PersonaeBot
     from bot.settings import BotSettings
 
 log = logging.getLogger(__name__)
 
-CATCH_UP_INTERVAL = 300.0
-CATCH_UP_TASK = "chat-memory-catch-up"
+FAILURE_NOTICE = "Sorry, I couldn't answer that just now; the problem has been logged."
 
 
 def channel_ids_of(channel: Any) -> list[str]:
@@ -39,15 +52,16 @@ def channel_ids_of(channel: Any) -> list[str]:
 
 
 class ChatCog(commands.Cog):
-    """Answers messages that address a personality."""
+    """Answers messages that address a personality, and those it missed while offline."""
 
     def __init__(
         self,
-        bot: commands.Bot,
+        bot: commands.AutoShardedBot,
         chat: ChatService,
         *,
         settings: BotSettings,
         tasks: BackgroundTasks,
+        sessionmaker: async_sessionmaker[AsyncSession],
         webhook_sender: ReplySender | None = None,
         plain_sender: ReplySender | None = None,
     ) -> None:
@@ -58,7 +72,9 @@ class ChatCog(commands.Cog):
         self.flood = FloodControl(settings.cooldown_messages, settings.cooldown_seconds)
         self.webhook_sender: ReplySender = webhook_sender or WebhookSender(self._webhook_name())
         self.plain_sender: ReplySender = plain_sender or PlainSender()
-        self._catch_up: asyncio.Task[Any] | None = None
+        self.sessionmaker = sessionmaker
+        self.pending = PendingMemories(self)
+        self.missed = MissedMessages(self)
 
     def _webhook_name(self) -> str:
         user = self.bot.user
@@ -67,51 +83,26 @@ class ChatCog(commands.Cog):
     # ------------------------------------------------------------------ background work
 
     async def cog_load(self) -> None:
-        # Exchanges stored but not remembered before a crash or restart are formed now, then on a timer
-        # (which also retries formation that failed after a reply).
-        self._catch_up = self.tasks.spawn(self._catch_up_loop(), name=CATCH_UP_TASK)
+        self.pending.start()
 
     async def cog_unload(self) -> None:
-        if self._catch_up is not None:
-            self._catch_up.cancel()
+        self.pending.stop()
 
     async def catch_up(self) -> int:
-        """Form every pending memory (work left by a crash, a restart or a failed pass); returns how many."""
-        memory = self.chat.memory
-        if memory is None:
-            return 0
-        report = await memory.form_pending()
-        if report.memories:
-            log.info("Caught up on %d pending memories", report.memories)
-        return report.memories
+        """Form every pending memory now (see PendingMemories); returns how many."""
+        return await self.pending.form()
 
-    async def _catch_up_loop(self) -> None:
-        while True:
-            try:
-                await self.catch_up()
-            except Exception:
-                log.exception("Catching up on pending memory formation failed; retrying later")
-            await asyncio.sleep(CATCH_UP_INTERVAL)
-
-    async def _after_reply(self, message: discord.Message, conversation_id: int) -> None:
+    async def after_reply(self, channel_id: int, conversation_id: int) -> None:
+        """Form the conversation's memories and mark its remembered messages (background work)."""
         report = await self.chat.after_reply(conversation_id)
-        emoji = self.settings.remembered_reaction
-        if not emoji:
-            return
-        for external_id in report.remembered_message_ids:
-            if not external_id.isdigit():
-                continue
-            target: discord.Message | discord.PartialMessage = (
-                message
-                if external_id == str(message.id)
-                else message.channel.get_partial_message(int(external_id))  # type: ignore[union-attr]
-            )
-            try:
-                await target.add_reaction(emoji)
-            except discord.HTTPException as exc:
-                log.debug("Could not react to %s: %s", external_id, exc)
+        remembered = [(str(channel_id), i) for i in report.remembered_message_ids]
+        await react_remembered(self.bot, remembered, self.settings.remembered_reaction)
 
-    # ------------------------------------------------------------------------- events
+    @commands.Cog.listener("on_ready")
+    @commands.Cog.listener("on_resumed")
+    async def read_missed(self) -> None:
+        """On every (re)connect: read back what was said while the bot was away (bot.catch_up)."""
+        self.missed.read_soon()
 
     def is_ignored(self, message: discord.Message) -> bool:
         """Other bots, webhooks (ours included) and the bot itself never get an answer: no loops."""
@@ -120,25 +111,38 @@ class ChatCog(commands.Cog):
         me = self.bot.user
         return me is not None and message.author.id == me.id
 
-    @commands.Cog.listener()
-    async def on_message(self, message: discord.Message) -> None:
+    async def route(self, message: discord.Message) -> Route | None:
+        """The personality this message addresses, if any (ignored messages address nobody)."""
         if self.is_ignored(message) or not message.content.strip():
-            return
+            return None
         reference = message.reference
-        route = await self.chat.route(
+        return await self.chat.route(
             message.content,
             channel_ids=channel_ids_of(message.channel),
             reply_to_message_id=str(reference.message_id) if reference and reference.message_id else None,
         )
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        try:
+            route = await self.route(message)
+        except Exception:
+            log.exception("Routing message %s failed", message.id)
+            await send_notice(message.channel, FAILURE_NOTICE)
+            return
         if route is None:
             return
         refusal = self.flood.hit(message)
         if refusal is not None:
             if refusal.notify:
-                notice = flood_notice(message.author.display_name, refusal.retry_after)
-                await message.channel.send(notice, allowed_mentions=NO_MENTIONS)
+                await send_notice(
+                    message.channel, flood_notice(message.author.display_name, refusal.retry_after)
+                )
             return
-        request = ChatRequest(
+        await self.answer(message, route)
+
+    def request_of(self, message: discord.Message, route: Route) -> ChatRequest:
+        return ChatRequest(
             personality_id=route.personality.id,
             user_id=str(message.author.id),
             user_name=message.author.display_name,
@@ -148,25 +152,48 @@ class ChatCog(commands.Cog):
             text=message.content,
             created_at=message.created_at,
         )
-        async with message.channel.typing():
-            prepared = await self.chat.prepare(request)
-            reply = await self.chat.generate(prepared)
-        personality = prepared.personality
-        sent = await send_as(
-            message.channel,
-            reply.text,
-            name=personality.display_name,
-            avatar_url=personality.avatar_url,
-            webhook=self.webhook_sender,
-            plain=self.plain_sender,
-        )
-        if reply.ok:
-            await self.chat.record_reply(reply, sent_parts(sent, reply.text))
-            self.tasks.spawn(
-                self._after_reply(message, prepared.conversation_id), name=f"after-reply-{message.id}"
+
+    async def answer(self, message: discord.Message, route: Route) -> None:
+        """Store the message, then answer it as the personality; a failure is a notice, not silence."""
+        sent: list[discord.Message] = []
+        try:
+            # Stored first: nothing Discord does (the typing indicator included) may lose the message.
+            prepared = await self.chat.prepare(self.request_of(message, route))
+            async with typing_if_possible(message.channel):
+                reply = await self.chat.generate(prepared)
+            personality = prepared.personality
+            sent = await send_as(
+                message.channel,
+                reply.text,
+                name=personality.display_name,
+                avatar_url=personality.avatar_url,
+                webhook=self.webhook_sender,
+                plain=self.plain_sender,
             )
+            if reply.ok:
+                await self.chat.record_reply(
+                    reply, sent_parts(sent, reply.text, name=personality.display_name)
+                )
+                self.tasks.spawn(
+                    self.after_reply(message.channel.id, prepared.conversation_id),
+                    name=f"after-reply-{message.id}",
+                )
+        except Exception:
+            log.exception("Answering message %s as %s failed", message.id, route.personality.name)
+            # A personality deleted by another process may still be in the routing cache.
+            self.chat.routing.invalidate()
+            if not sent:  # a reply the user already reads needs no apology
+                await send_notice(message.channel, FAILURE_NOTICE)
 
 
 async def setup(bot: PersonaeBot) -> None:
     runtime = bot.runtime
-    await bot.add_cog(ChatCog(bot, runtime.chat, settings=runtime.settings, tasks=bot.background))
+    await bot.add_cog(
+        ChatCog(
+            bot,
+            runtime.chat,
+            settings=runtime.settings,
+            tasks=bot.background,
+            sessionmaker=runtime.sessionmaker,
+        )
+    )

@@ -17,6 +17,7 @@ from bot.cogs.personality_bindings import ChannelBindingCommands
 from bot.cogs.personality_summarization import SummarizationCommands
 from bot.command_options import Interaction, model_autocomplete, personality_autocomplete, user_id_of
 from bot.views import ConfirmView
+from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PROMPT_LENGTH
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
@@ -39,9 +40,9 @@ class ProfileCommands(commands.Cog):
     async def create(
         self,
         interaction: Interaction,
-        name: app_commands.Range[str, 1, 64],
-        display_name: app_commands.Range[str, 1, 80],
-        prompt: app_commands.Range[str, 1, 4000],
+        name: app_commands.Range[str, 1, MAX_NAME_LENGTH],
+        display_name: app_commands.Range[str, 1, MAX_DISPLAY_NAME_LENGTH],
+        prompt: app_commands.Range[str, 1, MAX_PROMPT_LENGTH],
         model: str | None = None,
         avatar: str | None = None,
     ) -> None:
@@ -72,8 +73,8 @@ class ProfileCommands(commands.Cog):
         self,
         interaction: Interaction,
         personality: str,
-        display_name: app_commands.Range[str, 1, 80] | None = None,
-        prompt: app_commands.Range[str, 1, 4000] | None = None,
+        display_name: app_commands.Range[str, 1, MAX_DISPLAY_NAME_LENGTH] | None = None,
+        prompt: app_commands.Range[str, 1, MAX_PROMPT_LENGTH] | None = None,
         model: str | None = None,
         avatar: str | None = None,
     ) -> None:

@@ -26,10 +26,11 @@ from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
 from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, build_context
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Route, RoutingDirectory
-from memory.conversations import NewMessage, Venue, conversation_title, ensure_conversation, store_messages
+from memory.conversations import LoggedMessage, Venue, conversation_title, ensure_conversation, store_messages
 from memory.conversations import reset_conversation as reset_stored_conversation
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
+from memory.formation.pending import AwaitedReplies
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
 from memory.owners.model_configs import ModelConfigResolver
 from memory.tokens import count_message_tokens
@@ -117,6 +118,8 @@ class ChatService:
         self.memory_context_share = memory_context_share
         self.recall_limit = recall_limit
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
+        # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
+        self._awaited = memory.formation.awaited if memory is not None else AwaitedReplies()
 
     @property
     def memory(self) -> MemoryService | None:
@@ -161,6 +164,7 @@ class ChatService:
     async def store_user_message(self, request: ChatRequest) -> PreparedReply:
         """Put the message in its conversation's log (once, by its id), counted with the chat model."""
         text = strip_chat_template_tokens(request.text)
+        self._awaited.add(request.message_id)  # before it is stored: no formation pass sees it unawaited
         venue = Venue(guild_id=request.guild_id, channel_id=request.channel_id, user_id=request.user_id)
         async with self._sessionmaker.begin() as session:
             personality = await session.scalar(
@@ -172,7 +176,7 @@ class ChatService:
                 raise InvalidInputError(f"No personality with id {request.personality_id}.")
             cfg = self.models.chat(personality)
             conversation_id = await ensure_conversation(session, personality.id, venue)
-            message = NewMessage(
+            message = LoggedMessage(
                 external_id=request.message_id,
                 author_id=request.user_id,
                 author_name=request.user_name,
@@ -266,6 +270,12 @@ class ChatService:
         self, prepared: PreparedReply, *, on_text: Callable[[str], None] | None = None
     ) -> ChatReply:
         """The whole reply, or a short neutral notice when the model fails (the user message stays)."""
+        reply = await self._generate(prepared, on_text)
+        if not reply.ok:  # no reply will be stored: the message joins its author's next exchange
+            self._awaited.discard(prepared.request.message_id)
+        return reply
+
+    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], None] | None) -> ChatReply:
         if prepared.cfg is None:
             return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
         pieces: list[str] = []
@@ -286,12 +296,14 @@ class ChatService:
         return ChatReply(text, ok=True, prepared=prepared)
 
     async def record_reply(self, reply: ChatReply, parts: Sequence[tuple[str, str]]) -> int:
-        """Store the sent reply: one assistant message per (external id, text) part; returns how many new."""
+        """Store the sent reply: one assistant message per (external id, text) part; returns how many new.
+        Each part records the message it answers: memories follow that link, whatever order replies end in.
+        """
         prepared = reply.prepared
         personality = prepared.personality
         now = datetime.now(UTC)
         messages = [
-            NewMessage(
+            LoggedMessage(
                 external_id=external_id,
                 author_id=f"personality:{personality.name}",
                 author_name=personality.display_name,
@@ -299,11 +311,19 @@ class ChatService:
                 content=text,
                 created_at=now,
                 token_count=_count(prepared.cfg, [{"role": "assistant", "content": text}]),
+                reply_to=prepared.request.message_id,
             )
             for external_id, text in parts
         ]
         async with self._sessionmaker.begin() as session:
-            return await store_messages(session, prepared.conversation_id, messages)
+            stored = await store_messages(session, prepared.conversation_id, messages)
+        self._awaited.discard(prepared.request.message_id)
+        return stored
+
+    def will_not_answer(self, prepared: PreparedReply) -> None:
+        """The stored message gets no reply (missed while offline, too old to answer late): formation
+        takes it into its author's next answered exchange instead of waiting for its own reply."""
+        self._awaited.discard(prepared.request.message_id)
 
     async def reply(self, request: ChatRequest, *, reply_id: str | None = None) -> ChatReply:
         """Prepare, generate and record in one call; the reply is stored as `reply_id`."""

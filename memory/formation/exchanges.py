@@ -1,43 +1,22 @@
-"""Group a conversation's stored messages into the exchanges that become memories."""
+"""Group a conversation's logged messages into the exchanges that become memories.
+
+An exchange is built from the reply links (`LoggedMessage.reply_to`), not from adjacency: a user's
+message, the replies that answer it, and that user's earlier messages that got no reply of their own.
+In a shared channel other users' lines in between are context only, never part of the exchange.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from memory.conversations import LoggedMessage
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.types import MessageRole
-from models import Message
 
 CONTEXT_MESSAGES = 3
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedMessage:
-    """A message as the grouping sees it (a plain copy of a `messages` row)."""
-
-    id: int
-    external_id: str
-    author_id: str
-    author_name: str | None
-    role: MessageRole
-    content: str
-    created_at: datetime
-
-    @classmethod
-    def of(cls, message: Message) -> LoggedMessage:
-        """A plain copy of a stored message."""
-        return cls(
-            id=message.id,
-            external_id=message.external_id,
-            author_id=message.author_id,
-            author_name=message.author_name,
-            role=MessageRole(message.role),
-            content=message.content,
-            created_at=message.created_at,
-        )
 
 
 class Spoken(Protocol):
@@ -55,14 +34,16 @@ class Spoken(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One user's message(s) and the personality's reply, with the messages just before as context."""
+    """One user's message(s) and the replies to them, with the messages just before as context.
+
+    `user_messages` is empty for a late reply: one whose message was already remembered (see
+    `group_exchanges`).
+    """
 
     user_id: str
     user_messages: tuple[LoggedMessage, ...]
     replies: tuple[LoggedMessage, ...]
     context: tuple[LoggedMessage, ...]
-    # Messages consumed by this exchange without being part of it (other users' lines in the run).
-    bystanders: tuple[LoggedMessage, ...] = ()
 
     @property
     def messages(self) -> tuple[LoggedMessage, ...]:
@@ -110,51 +91,66 @@ def render_lines(
 @dataclass(frozen=True, slots=True)
 class Grouping:
     exchanges: list[Exchange]
-    # Messages that end no exchange and never will (a reply with no user message before it).
+    # Replies that answer no message of the log (none before them, or theirs was deleted): they end
+    # no exchange and never will; formation marks them done without a memory.
     orphans: list[LoggedMessage]
-    # Trailing user messages still waiting for a reply: they stay pending.
+    # User messages with no reply yet, and none to a later message of their author: they stay pending.
     waiting: list[LoggedMessage]
 
 
-def group_exchanges(messages: Sequence[LoggedMessage], *, history: Sequence[LoggedMessage] = ()) -> Grouping:
-    """Split messages (oldest first) into complete exchanges.
+def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] | None = None) -> Grouping:
+    """Build the exchanges of `log` (a conversation's messages, oldest first) from its reply links.
 
-    A run of user messages followed by one or more replies is an exchange of the last user who
-    spoke in the run; lines of other users in that run are bystanders (in a shared channel the reply
-    answers the last speaker). Consecutive replies (a long answer split in parts) belong together.
-    `history` holds already-processed messages before `messages`, used only for context.
+    Only messages whose external id is in `formable` (every message when None) are grouped; the
+    others are context, or the already remembered message a formable reply answers.
+
+    - A user message and the formable replies that answer it are one exchange of its author, however
+      many other lines came in between; a reply in several parts is one exchange.
+    - A user's earlier formable messages that got no reply are part of the exchange of their next
+      answered message: nothing they said is dropped, and it is remembered with what followed it
+      (the context it belongs to) rather than as a memory of its own that nobody answered. (The
+      reader leaves out a message whose reply is still being written: it waits for its own.)
+    - A reply whose message was already remembered (taken into a later exchange before this reply
+      was stored, by a pass that could not know it was coming) is a late reply: an exchange of that
+      user with no user message, so no message is ever part of two memories.
+    - A reply that answers nothing in `log` is an orphan; user messages left over are waiting.
+
+    The context of an exchange is the CONTEXT_MESSAGES messages of `log` before its first message.
     """
-    exchanges: list[Exchange] = []
+    allowed = (lambda m: True) if formable is None else (lambda m: m.external_id in formable)
+    position = {m.external_id: i for i, m in enumerate(log)}
+    replies: dict[str, list[LoggedMessage]] = {}
     orphans: list[LoggedMessage] = []
-    run: list[LoggedMessage] = []
-    seen: list[LoggedMessage] = list(history[-CONTEXT_MESSAGES:])
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        if message.role is MessageRole.USER:
-            run.append(message)
-            index += 1
+    late: list[tuple[LoggedMessage, list[LoggedMessage]]] = []
+    for message in log:
+        if message.role is MessageRole.USER or not allowed(message):
             continue
-        replies = [message]
-        index += 1
-        while index < len(messages) and messages[index].role is MessageRole.ASSISTANT:
-            replies.append(messages[index])
-            index += 1
-        if not run:
-            orphans.extend(replies)
-            seen.extend(replies)
+        answered = position.get(message.reply_to) if message.reply_to is not None else None
+        if answered is None or log[answered].role is not MessageRole.USER:
+            orphans.append(message)
+        else:
+            replies.setdefault(log[answered].external_id, []).append(message)
+    earlier: dict[str, list[LoggedMessage]] = {}  # a user's unanswered messages so far
+    found: list[tuple[int, Exchange]] = []
+    for index, message in enumerate(log):
+        if message.role is not MessageRole.USER:
             continue
-        speaker = run[-1].author_id
-        own = tuple(m for m in run if m.author_id == speaker)
-        others = tuple(m for m in run if m.author_id != speaker)
-        first = run.index(own[0])
-        context = tuple((seen + run[:first])[-CONTEXT_MESSAGES:])
-        exchanges.append(
-            Exchange(
-                user_id=speaker, user_messages=own, replies=tuple(replies), context=context, bystanders=others
-            )
-        )
-        seen.extend(run)
-        seen.extend(replies)
-        run = []
-    return Grouping(exchanges=exchanges, orphans=orphans, waiting=run)
+        answers = replies.pop(message.external_id, [])
+        if not allowed(message):
+            if answers:
+                late.append((message, answers))
+            continue
+        if not answers:
+            earlier.setdefault(message.author_id, []).append(message)
+            continue
+        own = (*earlier.pop(message.author_id, []), message)
+        first = position[own[0].external_id]
+        context = tuple(log[max(0, first - CONTEXT_MESSAGES) : first])
+        found.append((index, Exchange(message.author_id, own, tuple(answers), context)))
+    for message, answers in late:
+        first = position[answers[0].external_id]
+        context = tuple(log[max(0, first - CONTEXT_MESSAGES) : first])
+        found.append((first, Exchange(message.author_id, (), tuple(answers), context)))
+    found.sort(key=lambda item: item[0])
+    waiting = sorted((m for ms in earlier.values() for m in ms), key=lambda m: position[m.external_id])
+    return Grouping(exchanges=[e for _, e in found], orphans=orphans, waiting=waiting)

@@ -1,38 +1,42 @@
 """Forming memories: complete exchanges of the message log become memories, written and indexed.
 
-Batch by batch, one conversation at a time (claimed FOR UPDATE SKIP LOCKED, so any number of workers
-share the work), each exchange gets the mode its user and personality chose: verbatim, cleaned when
-too short to summarize, or summarized (keeping the verbatim text too in hybrid mode or when the
-summary lost a fact). Rows are written and the messages marked processed in one transaction; the
-points are indexed after it, and a crash in between leaves them 'formed' for `index_pending`.
+One conversation at a time is claimed (an advisory lock, skipped when held, so any number of workers
+share the work: see `_claim`) and formed batch by batch: the exchanges its replies completed are read
+(memory.formation.pending), each shaped as its user and personality chose (memory.formation.shaping:
+verbatim, cleaned, or summarized by the LLM), then embedded, written and indexed. The batches run as
+a pipeline (memory.formation.pipeline): the next ones are summarized while one is written, so the
+LLM and the CPU work overlap. A batch's rows are written and its messages marked in one transaction;
+its points are indexed after it, and a crash in between leaves them 'formed' for `index_pending`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections import Counter
+from collections.abc import Collection, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from sqlalchemy import exists, func, or_, select, update
+from sqlalchemy import BigInteger, Select, exists, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
-from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
-from memory.formation.exchanges import Exchange, LoggedMessage, group_exchanges
-from memory.formation.fidelity import fidelity_misses
 from memory.formation.mode import effective_mode
+from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
+from memory.formation.pipeline import AHEAD, Read, run_pipeline
+from memory.formation.shaping import Shaped, memory_row, shape_exchange
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
-from memory.recall.store import MemoryStore, memory_id, memory_point, upsert_memories
-from memory.tokens import count_tokens
-from memory.types import IndexPoint, MemoryMode, MemoryState, ModelConfig, ProgressCallback
+from memory.recall.store import MemoryStore, memory_point, upsert_memories
+from memory.types import MemoryMode, MessageRole, ProgressCallback
 from models import Conversation, Memory, Message, Personality, UserSettings
 
-CLEANED = "cleaned"
-VERBATIM = "verbatim"
-CONTEXT_BEFORE = 3  # processed messages read before the batch, as the first exchange's context
+# Advisory lock keys of formation claims: this prefix plus the conversation's id (distinct below 2**32).
+CLAIM_LOCK_SPACE = 0x5045_5253 << 32  # "PERS"
+CLAIM_PAGE = 32  # candidate conversations read at a time
 
 
 @dataclass
@@ -54,15 +58,12 @@ class FormationReport:
 
 
 @dataclass(frozen=True, slots=True)
-class _Formed:
-    exchange: Exchange
-    mode: MemoryMode
-    content: str
-    content_verbatim: str | None
-    summarized: bool
-    summarizer: str
-    misses: list[str]
-    source_chars: int
+class _Batch:
+    """A batch summarized: its memories to write, the messages its write marks, its report so far."""
+
+    formed: list[Shaped]
+    done: list[str]
+    report: FormationReport
 
 
 class MemoryFormation:
@@ -82,6 +83,13 @@ class MemoryFormation:
         self._models = models
         self._min_summarize_tokens = min_summarize_tokens
         self._batch_size = batch_size
+        # Conversations a pass of this process holds, and those another pass asked for meanwhile.
+        self._held: Counter[int] = Counter()
+        self._asked: set[int] = set()
+        # Messages whose reply the chat service of this process is writing (see AwaitedReplies).
+        self.awaited = AwaitedReplies()
+        # Batches summarized while one is written (memory.formation.pipeline); 0: one after the other.
+        self.batches_ahead = AHEAD
 
     async def form_pending(
         self,
@@ -91,210 +99,220 @@ class MemoryFormation:
         mode_override: MemoryMode | None = None,
         progress: ProgressCallback | None = None,
     ) -> FormationReport:
-        """Turn every complete, unprocessed exchange into a memory, batch by batch, then index them."""
-        await self._store.ready()
+        """Turn every complete, unprocessed exchange into a memory, batch by batch, then index them.
+
+        A pass asked for a conversation that another pass of this process holds returns at once:
+        the holder looks at it again before it ends, so an exchange completed meanwhile (another
+        user's reply, stored while the holder summarized) is formed by it, not left for a restart.
+        When the holder is another process, its next pass or the catch-up timer forms it.
+        """
         report = FormationReport()
-        while True:
-            batch = await self._form_batch(conversation_id, personality_id, mode_override)
-            if batch is None:
-                break
-            report.add(batch)
-            if progress is not None:
-                progress(batch.exchanges)
+        if conversation_id is not None and self._held[conversation_id]:
+            self._asked.add(conversation_id)
+            return report
+        await self._store.ready()
+        mine: set[int] = set()  # every conversation this pass held
+        if conversation_id is not None:
+            self._held[conversation_id] += 1
+            mine.add(conversation_id)
+        target, again = conversation_id, list[int]()
+        try:
+            while True:
+                if await self._form_next(target, personality_id, mode_override, mine, report, progress):
+                    continue
+                asked = self._asked & mine
+                self._asked -= asked
+                if target is not None and self._held[target] > (target == conversation_id):
+                    # Skipped: another pass of this process holds it, and looks again before it ends.
+                    self._asked.add(target)
+                    asked.discard(target)
+                again.extend(sorted(asked - set(again)))
+                if not again:
+                    break
+                target = again.pop(0)
+        finally:
+            if conversation_id is not None:
+                self._held[conversation_id] -= 1
         await self._store.index_pending()
         return report
 
-    async def _form_batch(
-        self, conversation_id: int | None, personality_id: int | None, mode_override: MemoryMode | None
-    ) -> FormationReport | None:
-        async with self._store.sessionmaker.begin() as session:
-            has_pending = exists().where(
-                Message.conversation_id == Conversation.id, Message.memory_processed_at.is_(None)
-            )
-            query = select(Conversation).where(has_pending)
-            if conversation_id is not None:
-                query = query.where(Conversation.id == conversation_id)
-            if personality_id is not None:
-                query = query.where(Conversation.personality_id == personality_id)
-            # One conversation is claimed at a time; other workers skip it (never wait on it) and
-            # take the next. Conversations holding only unanswered messages are passed over.
-            # FOR NO KEY UPDATE (key_share): storing a new message checks its foreign key with a
-            # KEY SHARE lock on the conversation, which a plain FOR UPDATE would block for as long as
-            # formation summarizes; formation passes still exclude each other.
-            formed = None
-            passed_over: list[int] = []
-            while formed is None:
-                claim = (
-                    query.order_by(Conversation.id).limit(1).with_for_update(skip_locked=True, key_share=True)
-                )
-                if passed_over:
-                    claim = claim.where(Conversation.id.not_in(passed_over))
-                conversation = await session.scalar(claim)
-                if conversation is None:
-                    break
-                formed = await self._form_conversation_batch(session, conversation, mode_override)
-                passed_over.append(conversation.id)
-        if formed is None:
-            return None
-        report, points = formed
-        await self._store.index_points(points)
-        return report
+    async def _form_next(
+        self,
+        conversation_id: int | None,
+        personality_id: int | None,
+        mode_override: MemoryMode | None,
+        mine: set[int],
+        report: FormationReport,
+        progress: ProgressCallback | None,
+    ) -> bool:
+        """Claim a conversation with exchanges ready and form them, pipelined; False when none is left.
 
-    async def _pending_exchanges(
-        self, session: AsyncSession, conversation: Conversation
-    ) -> tuple[list[Exchange], list[LoggedMessage], bool] | None:
-        """The next batch of exchanges, the orphan replies before them, and whether a user waits."""
-        pending_query = (
-            select(Message)
-            .where(Message.conversation_id == conversation.id, Message.memory_processed_at.is_(None))
-            .order_by(Message.id)
+        The claim is held (its transaction open) until every batch read under it is written or
+        dropped, so no other pass reads an exchange this one summarizes. It only locks and reads:
+        the batches are written in transactions of their own, committed (and indexed) one by one.
+        """
+        # Only replies complete exchanges: a conversation where users only wait is not read.
+        has_pending = exists().where(
+            Message.conversation_id == Conversation.id,
+            Message.memory_processed_at.is_(None),
+            Message.role == MessageRole.ASSISTANT.value,
         )
-        # Read a window, not a whole imported history; it may cut the last exchange short.
-        window = self._batch_size * 16
-        pending = [LoggedMessage.of(m) for m in (await session.scalars(pending_query.limit(window))).all()]
-        if not pending:
-            return None
-        truncated = len(pending) == window
-        before = await session.scalars(
-            select(Message)
-            .where(Message.conversation_id == conversation.id, Message.id < pending[0].id)
-            .order_by(Message.id.desc())
-            .limit(CONTEXT_BEFORE)
+        candidates = select(Conversation.id).where(has_pending).order_by(Conversation.id)
+        if conversation_id is not None:
+            candidates = candidates.where(Conversation.id == conversation_id)
+        if personality_id is not None:
+            candidates = candidates.where(Conversation.personality_id == personality_id)
+        claimed: list[int] = []
+        try:
+            async with self._store.sessionmaker() as claim:
+                try:
+                    while (conversation := await _claim(claim, candidates, claimed)) is not None:
+                        self._held[conversation.id] += 1
+                        mine.add(conversation.id)
+                        read = partial(self._read_batch, claim, conversation, mode_override)
+                        write = partial(self._write_batch, conversation, report, progress)
+                        if await run_pipeline(read, write, ahead=self.batches_ahead):
+                            break
+                except BaseException:
+                    # Ended by a commit all the same: it wrote nothing, and a rollback would, on a
+                    # sessionmaker sharing one connection (tests), undo the batches written under it.
+                    with contextlib.suppress(Exception):
+                        await claim.commit()
+                    raise
+                await claim.commit()
+        finally:
+            for claimed_id in claimed:
+                self._held[claimed_id] -= 1
+        return conversation is not None
+
+    async def _read_batch(
+        self,
+        session: AsyncSession,
+        conversation: Conversation,
+        mode_override: MemoryMode | None,
+        in_flight: Collection[str],
+    ) -> Read[_Batch] | None:
+        """The next batch past those in flight, its summaries to start; None when none is ready."""
+        grouping = await read_ready(
+            session,
+            conversation.id,
+            limit=self._batch_size,
+            awaited=self.awaited.current(),
+            in_flight=in_flight,
         )
-        history = [LoggedMessage.of(m) for m in reversed(before.all())]
-        grouping = group_exchanges(pending, history=history)
-        exchanges = grouping.exchanges[: self._batch_size]
-        if truncated and len(exchanges) == len(grouping.exchanges):
-            # The window may end inside the last exchange's reply: leave that one for the next batch,
-            # or read everything when it is the only one (a reply split into very many parts).
-            if len(exchanges) > 1:
-                exchanges = exchanges[:-1]
-            else:
-                pending = [LoggedMessage.of(m) for m in (await session.scalars(pending_query)).all()]
-                grouping = group_exchanges(pending, history=history)
-                exchanges = grouping.exchanges[: self._batch_size]
-        return exchanges, grouping.orphans, bool(grouping.waiting)
-
-    async def _form_conversation_batch(
-        self, session: AsyncSession, conversation: Conversation, mode_override: MemoryMode | None
-    ) -> tuple[FormationReport, list[IndexPoint]] | None:
-        found = await self._pending_exchanges(session, conversation)
-        if found is None:
+        if grouping is None:
             return None
-        exchanges, orphans, waiting = found
-        if not exchanges:
-            if orphans and not waiting:
-                await _mark_processed(session, conversation.id, orphans[-1].id)
-                return FormationReport(), []
-            return None  # only user messages waiting for a reply
-
-        personality = await session.scalar(
-            select(Personality)
-            .where(Personality.id == conversation.personality_id)
-            .options(
-                selectinload(Personality.summarizer_llm_config), selectinload(Personality.summarizer_prompt)
-            )
-        )
-        assert personality is not None
-        settings = (
-            await session.scalars(
-                select(UserSettings).where(
-                    UserSettings.user_id.in_({e.user_id for e in exchanges}),
-                    or_(UserSettings.personality_id.is_(None), UserSettings.personality_id == personality.id),
-                )
-            )
-        ).all()
-        cfg = self._models.summarizer(personality)
-        prompt = personality.summarizer_prompt.content if personality.summarizer_prompt else None
-
+        exchanges = grouping.exchanges
+        done = [m.external_id for m in grouping.orphans]
+        done.extend(m.external_id for e in exchanges for m in e.messages)
+        if not done:
+            return None
         report = FormationReport(exchanges=len(exchanges))
         jobs = []
-        for exchange in exchanges:
-            mode, _ = effective_mode(personality, [s for s in settings if s.user_id == exchange.user_id])
-            if mode is not None and mode_override is not None:
-                mode = mode_override
-            if mode is None:
-                report.skipped += 1
-                continue
-            jobs.append(self._form_one(exchange, mode, personality, cfg, prompt))
-        formed: list[_Formed] = list(await asyncio.gather(*jobs))
+        if exchanges:
+            personality = await session.scalar(
+                select(Personality)
+                .where(Personality.id == conversation.personality_id)
+                .options(
+                    selectinload(Personality.summarizer_llm_config),
+                    selectinload(Personality.summarizer_prompt),
+                )
+            )
+            assert personality is not None
+            settings = (
+                await session.scalars(
+                    select(UserSettings).where(
+                        UserSettings.user_id.in_({e.user_id for e in exchanges}),
+                        or_(
+                            UserSettings.personality_id.is_(None),
+                            UserSettings.personality_id == personality.id,
+                        ),
+                    )
+                )
+            ).all()
+            cfg = self._models.summarizer(personality)
+            prompt = personality.summarizer_prompt.content if personality.summarizer_prompt else None
+            for exchange in exchanges:
+                user_settings = [s for s in settings if s.user_id == exchange.user_id]
+                mode, _ = effective_mode(personality, user_settings)
+                if mode is not None and mode_override is not None:
+                    mode = mode_override
+                if mode is None:
+                    report.skipped += 1
+                    continue
+                jobs.append(
+                    shape_exchange(
+                        exchange,
+                        mode,
+                        personality,
+                        cfg,
+                        prompt,
+                        summarizer=self._summarizer,
+                        min_summarize_tokens=self._min_summarize_tokens,
+                    )
+                )
+        # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
+        # and the next read sees rows as they are now, not as this one loaded them).
+        session.expunge_all()
+        return Read(frozenset(done), self._summarize(jobs, done, report))
+
+    async def _summarize(
+        self, jobs: list[Coroutine[Any, Any, Shaped]], done: list[str], report: FormationReport
+    ) -> _Batch:
+        return _Batch(list(await asyncio.gather(*jobs)), done, report)
+
+    async def _write_batch(
+        self,
+        conversation: Conversation,
+        report: FormationReport,
+        progress: ProgressCallback | None,
+        batch: _Batch,
+    ) -> None:
+        """Embed, write and mark the batch in one transaction, then index it (see the module doc)."""
+        formed, batch_report = batch.formed, batch.report
         vectors = await self._store.embedder.embed([f.content for f in formed]) if formed else []
-        rows = [self._memory_row(conversation, f) for f in formed]
+        rows = [memory_row(conversation, f, self._store.embedding_model) for f in formed]
         for item in formed:
-            report.memories += 1
-            report.extractive += item.summarizer == EXTRACTIVE
-            report.fidelity_misses += bool(item.misses)
-            report.remembered_message_ids.extend(m.external_id for m in item.exchange.user_messages)
+            batch_report.memories += 1
+            batch_report.extractive += item.summarizer == EXTRACTIVE
+            batch_report.fidelity_misses += bool(item.misses)
+            batch_report.remembered_message_ids.extend(m.external_id for m in item.exchange.user_messages)
         written: set[uuid.UUID] = set()
-        if rows:
-            written = set((await session.scalars(upsert_memories(rows).returning(Memory.id))).all())
-        await _mark_processed(session, conversation.id, exchanges[-1].replies[-1].id)
+        async with self._store.sessionmaker.begin() as session:
+            if rows:
+                written = set((await session.scalars(upsert_memories(rows).returning(Memory.id))).all())
+            await mark_remembered(session, conversation.id, batch.done)
         # Only rows actually written are indexed: a forgotten memory's tombstone was left alone.
         points = [memory_point(row, v) for row, v in zip(rows, vectors, strict=True) if row["id"] in written]
-        return report, points
+        await self._store.index_points(points)
+        report.add(batch_report)
+        if progress is not None:
+            progress(batch_report.exchanges)
 
-    async def _form_one(
-        self,
-        exchange: Exchange,
-        mode: MemoryMode,
-        personality: Personality,
-        cfg: ModelConfig | None,
-        prompt: str | None,
-    ) -> _Formed:
-        verbatim = exchange.render(personality_name=personality.display_name)
-        # Characters, as Postgres `length()` counts the stored text: the storage figures compare alike.
-        source_chars = len(verbatim)
-        if mode is MemoryMode.VERBATIM:
-            return _Formed(exchange, mode, verbatim, None, False, VERBATIM, [], source_chars)
-        cleaned = strip_roleplay_formatting(strip_chat_template_tokens(verbatim))
-        if count_tokens(cleaned) < self._min_summarize_tokens:
-            # Too short to gain from a summary: the cleaned text is the memory (or the original,
-            # when cleaning left nothing worth searching, as with an emoji-only exchange).
-            content = cleaned if cleaned.strip() and len(cleaned) < len(verbatim) else verbatim
-            keep = verbatim if mode is MemoryMode.HYBRID else None
-            return _Formed(exchange, mode, content, keep, False, CLEANED, [], source_chars)
-        result = await self._summarizer.summarize(
-            verbatim,
-            cfg=cfg,
-            prompt=prompt,
-            context=exchange.render_context(personality_name=personality.display_name),
-        )
-        # Facts are checked against the cleaned text: a name only inside an *action* is roleplay.
-        misses = fidelity_misses(cleaned, result.text)
-        keep_verbatim = mode is MemoryMode.HYBRID or bool(misses)
-        return _Formed(
-            exchange,
-            mode,
-            result.text,
-            verbatim if keep_verbatim else None,
-            True,
-            result.summarizer,
-            misses,
-            source_chars,
-        )
 
-    def _memory_row(self, conversation: Conversation, formed: _Formed) -> dict[str, Any]:
-        exchange = formed.exchange
-        return {
-            "id": memory_id(conversation.personality_id, conversation.venue_key, exchange.source_message_ids),
-            "personality_id": conversation.personality_id,
-            "user_id": exchange.user_id,
-            "guild_id": conversation.guild_id,
-            "channel_id": conversation.channel_id,
-            "is_dm": conversation.is_dm,
-            "conversation_id": conversation.id,
-            "mode": formed.mode.value,
-            "content": formed.content,
-            "content_verbatim": formed.content_verbatim,
-            "source_chars": formed.source_chars,
-            "summarized": formed.summarized,
-            "summarizer": formed.summarizer,
-            "source_message_ids": exchange.source_message_ids,
-            "occurred_at": exchange.occurred_at,
-            "fidelity_misses": formed.misses,
-            "state": MemoryState.FORMED.value,
-            "embedding_model": self._store.embedding_model,
-        }
+async def _claim(session: AsyncSession, candidates: Select[int], claimed: list[int]) -> Conversation | None:
+    """Lock the first candidate conversation no other pass holds, for the session's transaction, and
+    add it to `claimed`; None when every candidate is held or none is left.
+
+    The claim is an advisory lock, tried (never waited on): other passes and workers skip a claimed
+    conversation and take the next. Not a lock on the conversation's row: a pass holds its claim
+    while it summarizes, embeds and writes, and a row lock would make whatever updates that row (a
+    new title) wait all that time, holding a connection the pass's own writes may need.
+    """
+    tried: list[int] = list(claimed)
+    while True:
+        page = candidates.where(Conversation.id.not_in(tried)) if tried else candidates
+        ids = list((await session.scalars(page.limit(CLAIM_PAGE))).all())
+        if not ids:
+            return None
+        for candidate in ids:
+            tried.append(candidate)
+            lock = func.pg_try_advisory_xact_lock(literal(CLAIM_LOCK_SPACE + candidate, BigInteger))
+            if await session.scalar(select(lock)):
+                conversation = await session.get(Conversation, candidate)
+                if conversation is not None:  # else deleted meanwhile
+                    claimed.append(candidate)
+                    return conversation
 
 
 async def pending_message_count(
@@ -308,15 +326,3 @@ async def pending_message_count(
         if user_id is not None:
             query = query.where(Message.author_id == user_id)
         return int(await session.scalar(query) or 0)
-
-
-async def _mark_processed(session: AsyncSession, conversation_id: int, up_to_message_id: int) -> None:
-    await session.execute(
-        update(Message)
-        .where(
-            Message.conversation_id == conversation_id,
-            Message.id <= up_to_message_id,
-            Message.memory_processed_at.is_(None),
-        )
-        .values(memory_processed_at=datetime.now(UTC))
-    )

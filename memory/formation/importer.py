@@ -3,6 +3,11 @@
 All lines are checked before anything is written, and the messages are stored in one transaction:
 a malformed file leaves nothing behind. Messages are keyed by their `id`, so importing the same file
 again stores nothing new and forms no new memory.
+
+A reply (`"role": "assistant"`) answers the user line its `reply_to` names, else the nearest user line
+before it in the same venue (the channel and guild the reply names; any, when it names none), and is
+filed in that line's venue. In a channel where several users talk at once, only `reply_to` says who
+was answered: without it, each reply goes to whoever spoke last.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, Va
 from pydantic_core import PydanticCustomError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
+from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
-from memory.formation.exchanges import LoggedMessage, group_exchanges
+from memory.formation.exchanges import group_exchanges
 from memory.formation.forming import FormationReport, MemoryFormation
 from memory.tokens import count_tokens
 from memory.types import MemoryMode, MessageRole
 
 MAX_CONTENT_CHARS = 200_000
+# A transcript is read and validated whole before anything is stored (an import is all or nothing),
+# so its size bounds the memory an import takes: years of one user's chat fit well under this.
+MAX_TRANSCRIPT_BYTES = 128 * 1024 * 1024
 MAX_ID_CHARS = 64
 REQUIRED_FIELDS = ("id", "role", "content")
 ProgressFactory = Callable[[int], Callable[[int], None]]
@@ -101,6 +109,8 @@ class TranscriptLine(BaseModel):
     user_id: ExternalId = None
     channel_id: ExternalId = None
     guild_id: ExternalId = None
+    # On a reply: the `id` of the user line it answers (ignored on a user line).
+    reply_to: ExternalId = None
 
 
 @dataclass
@@ -127,6 +137,7 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
     lines: list[TranscriptLine] = []
     skipped = 0
     seen: set[str] = set()
+    roles: dict[str, MessageRole] = {}  # the stored lines so far, by id
     for line_no, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             skipped += 1
@@ -147,12 +158,28 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
         if not line.content.strip():
             skipped += 1
             continue
+        if line.role is MessageRole.ASSISTANT and line.reply_to is not None:
+            answered = roles.get(line.reply_to)
+            if answered is None:
+                raise InvalidInputError(
+                    f"line {line_no}: reply_to {line.reply_to!r} names no message on an earlier line"
+                )
+            if answered is not MessageRole.USER:
+                raise InvalidInputError(f"line {line_no}: reply_to {line.reply_to!r} is not a user message")
+        roles[line.id] = line.role
         lines.append(line)
     return lines, skipped
 
 
 def read_transcript(path: Path) -> tuple[list[TranscriptLine], int]:
+    """Read and validate a transcript file; a file over MAX_TRANSCRIPT_BYTES is refused unread."""
     try:
+        size = path.stat().st_size
+        if size > MAX_TRANSCRIPT_BYTES:
+            raise InvalidInputError(
+                f"{path} is too large ({size / 2**20:,.0f} MiB); transcripts are imported up to "
+                f"{MAX_TRANSCRIPT_BYTES // 2**20} MiB at a time: split it into smaller files"
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InvalidInputError(f"No such file: {path}") from None
@@ -178,10 +205,13 @@ class TranscriptImporter:
         progress: ProgressFactory | None = None,
     ) -> ImportReport:
         """Store the lines as messages (atomically), then form memories for their exchanges."""
-        venues: dict[str, tuple[Venue, list[NewMessage]]] = {}
+        venues: dict[str, tuple[Venue, list[LoggedMessage]]] = {}
+        venue_of: dict[str, Venue] = {}  # user line id -> its venue
+        latest = _LatestUserLines()
         last_user: str | None = default_user_id
         base = datetime.now(UTC)
         for line in lines:
+            answered: TranscriptLine | None = None
             if line.role is MessageRole.USER:
                 user_id = line.user_id or default_user_id
                 if user_id is None:
@@ -189,16 +219,24 @@ class TranscriptImporter:
                         f"line {line.line_no}: user message has no user_id; pass --user ID"
                     )
                 last_user = user_id
+                venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
+                venue_of[line.id] = venue
+                latest.add(line)
             else:
-                user_id = last_user or default_user_id
-                if user_id is None:
-                    raise InvalidInputError(
-                        f"line {line.line_no}: reply before any user message and no --user to attribute it to"
-                    )
-            venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-            author_id = user_id if line.role is MessageRole.USER else personality_user_id
+                answered = latest.answered_by(line)
+                if answered is not None:
+                    venue = venue_of[answered.id]  # a reply is filed with the message it answers
+                else:
+                    user_id = last_user or default_user_id
+                    if user_id is None:
+                        raise InvalidInputError(
+                            f"line {line.line_no}: reply before any user message and no --user to "
+                            "attribute it to"
+                        )
+                    venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
+            author_id = venue.user_id if line.role is MessageRole.USER else personality_user_id
             venues.setdefault(venue.key, (venue, []))[1].append(
-                NewMessage(
+                LoggedMessage(
                     external_id=line.id,
                     author_id=author_id,
                     author_name=line.author,
@@ -206,12 +244,10 @@ class TranscriptImporter:
                     content=line.content,
                     created_at=line.timestamp or base,
                     token_count=count_tokens(line.content),
+                    reply_to=answered.id if answered is not None else None,
                 )
             )
-        expected = sum(
-            len(group_exchanges([_as_logged(i, m) for i, m in enumerate(messages)]).exchanges)
-            for _, messages in venues.values()
-        )
+        expected = sum(len(group_exchanges(messages).exchanges) for _, messages in venues.values())
         conversation_ids = []
         new = 0
         async with self._sessionmaker.begin() as session:
@@ -236,13 +272,31 @@ class TranscriptImporter:
         )
 
 
-def _as_logged(index: int, message: NewMessage) -> LoggedMessage:
-    return LoggedMessage(
-        id=index,
-        external_id=message.external_id,
-        author_id=message.author_id,
-        author_name=message.author_name,
-        role=message.role,
-        content=message.content,
-        created_at=message.created_at,
-    )
+class _LatestUserLines:
+    """The user lines read so far, to find the one a reply answers."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, TranscriptLine] = {}
+        # The latest user line in each venue a reply may name: (guild_id, channel_id), None = any.
+        self._latest: dict[tuple[str | None, str | None], TranscriptLine] = {}
+
+    def add(self, line: TranscriptLine) -> None:
+        self._by_id[line.id] = line
+        for guild in (None, line.guild_id):
+            for channel in (None, line.channel_id):
+                self._latest[(guild, channel)] = line
+
+    def answered_by(self, reply: TranscriptLine) -> TranscriptLine | None:
+        """The line `reply_to` names (parse_transcript checked it is an earlier user line), else the
+        latest one in the venue the reply names; None when there is none."""
+        if reply.reply_to is None:
+            return self._latest.get((reply.guild_id, reply.channel_id))
+        answered = self._by_id[reply.reply_to]
+        if reply.guild_id not in (None, answered.guild_id) or reply.channel_id not in (
+            None,
+            answered.channel_id,
+        ):
+            raise InvalidInputError(
+                f"line {reply.line_no}: reply_to {reply.reply_to!r} is a message of another channel"
+            )
+        return answered

@@ -13,11 +13,13 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
+from memory.conversations import LoggedMessage
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_roleplay_formatting
-from memory.formation.exchanges import LoggedMessage, render_lines
+from memory.formation.exchanges import render_lines
 from memory.formation.fidelity import fidelity_misses
-from memory.formation.forming import VERBATIM, FormationReport
+from memory.formation.forming import FormationReport
+from memory.formation.shaping import VERBATIM
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
 from memory.recall.store import MemoryStore, memory_point, point_fields

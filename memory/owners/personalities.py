@@ -21,13 +21,15 @@ from memory.owners.personality_fields import (
     MAX_SUMMARIZER_PROMPT_LENGTH,
     ModelChoice,
     ModelValidator,
+    check_display_name,
     check_prompt,
     parse_memory_mode,
     slugify,
     validate_avatar_url,
     validate_litellm_model,
 )
-from memory.types import MemoryMode, PromptType
+from memory.owners.summarizer_prompts import store_summarizer_prompt
+from memory.types import MemoryMode
 from models import LLMConfig, Personality, SystemPrompt
 
 MAX_PERSONALITIES_PER_OWNER = 25
@@ -197,9 +199,7 @@ class PersonalityService:
         """Create a personality owned by a user; a taken name is refused rather than returned."""
         if self.creator_ids is not None and owner_id not in self.creator_ids and not self.is_admin(owner_id):
             raise PermissionDeniedError("Creating personalities is restricted on this bot; ask an admin.")
-        if not prompt.strip():
-            raise InvalidInputError("The prompt can't be empty.")
-        check_prompt(prompt)
+        check_prompt(prompt, required=True)
         if await self.find(name) is not None:
             raise InvalidInputError(
                 f"A personality named {slugify(name)!r} already exists; pick another name."
@@ -281,16 +281,9 @@ class PersonalityService:
         self.require_manager(personality, actor)
         values: dict[str, object] = {}
         if display_name is not None:
-            display = display_name.strip()
-            if not display or len(display) > MAX_DISPLAY_NAME_LENGTH:
-                raise InvalidInputError(
-                    f"The display name must be 1 to {MAX_DISPLAY_NAME_LENGTH} characters."
-                )
-            values["display_name"] = display
+            values["display_name"] = check_display_name(display_name)
         if prompt is not None:
-            if not prompt.strip():
-                raise InvalidInputError("The prompt can't be empty.")
-            values["system_prompt"] = check_prompt(prompt)
+            values["system_prompt"] = check_prompt(prompt, required=True)
         if model is not None:
             choice = await self.resolve_model(model, actor)
             values["chat_llm_config_id"] = choice.llm_config_id
@@ -350,22 +343,6 @@ class PersonalityService:
         async with self._sessionmaker.begin() as session:
             row = await session.get(Personality, personality.id, with_for_update=True)
             assert row is not None
-            old_prompt_id = row.summarizer_prompt_id
-            if not text:
-                row.summarizer_prompt_id = None
-                if old_prompt_id is not None:
-                    await session.flush()
-                    await session.execute(delete(SystemPrompt).where(SystemPrompt.id == old_prompt_id))
-            elif old_prompt_id is not None:
-                existing = await session.get(SystemPrompt, old_prompt_id)
-                assert existing is not None
-                existing.content = text
-            else:
-                stored = SystemPrompt(
-                    name=f"summarizer:{row.name}", prompt_type=PromptType.SUMMARIZER.value, content=text
-                )
-                session.add(stored)
-                await session.flush()
-                row.summarizer_prompt_id = stored.id
+            await store_summarizer_prompt(session, row, text)
         self._changed()
         return await self.get_detailed(name)

@@ -15,7 +15,12 @@ from memory.types import MemoryMode
 
 MAX_NAME_LENGTH = 64
 MAX_DISPLAY_NAME_LENGTH = 80
-MAX_PROMPT_LENGTH = 8000
+# One limit for a personality's system prompt, in the service and on the slash options that carry it
+# (/personality create and edit). Discord decides it: a slash-command string option holds at most
+# 6000 characters, and the prompt is only ever typed into one (a modal's 4000 would be the cap if it
+# were edited in a modal); a longer limit would accept prompts from the command line that no Discord
+# user could ever edit.
+MAX_PROMPT_LENGTH = 6000
 # A Discord modal text input holds at most 4000 characters; the summarizer prompt is edited in one.
 MAX_SUMMARIZER_PROMPT_LENGTH = 4000
 MAX_AVATAR_URL_LENGTH = 500
@@ -56,7 +61,16 @@ def validate_avatar_url(url: str | None) -> str | None:
     return url
 
 
-def check_prompt(prompt: str, limit: int = MAX_PROMPT_LENGTH) -> str:
+def check_display_name(display_name: str) -> str:
+    display = display_name.strip()
+    if not display or len(display) > MAX_DISPLAY_NAME_LENGTH:
+        raise InvalidInputError(f"The display name must be 1 to {MAX_DISPLAY_NAME_LENGTH} characters.")
+    return display
+
+
+def check_prompt(prompt: str, limit: int = MAX_PROMPT_LENGTH, *, required: bool = False) -> str:
+    if required and not prompt.strip():
+        raise InvalidInputError("The prompt can't be empty.")
     if len(prompt) > limit:
         raise InvalidInputError(f"The prompt is {len(prompt)} characters; the limit is {limit}.")
     return prompt

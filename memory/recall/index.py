@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import typing
 import uuid
 from collections.abc import Sequence
@@ -17,17 +18,22 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memory.errors import UserFacingError
+from memory.recall.keywords import KEYWORD_ENCODER
 from memory.types import IndexPoint, MemoryPayload, RecallFilter, ScoredId, SparseVector
+
+log = logging.getLogger(__name__)
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "sparse"
-# The customary RRF constant (Cormack et al.): a document's fused score barely depends on whether it
-# was 1st or 3rd in one list, so agreement between the two lists decides the order.
-RRF_K = 60
-# Each side of a hybrid search contributes this many candidates per requested result: a document
-# ranked low on one side and high on the other must still be in both lists to be fused.
-PREFETCH_FACTOR = 3
 SCROLL_PAGE = 1024
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Candidates:
+    """What one search found on each side, best first: by meaning (dense) and by keyword (sparse)."""
+
+    dense: list[ScoredId]
+    keyword: list[ScoredId]
 
 
 class IndexBusyError(UserFacingError):
@@ -39,6 +45,17 @@ class IndexBusyError(UserFacingError):
             f"The vector index at {path} is in use by another process{held_by}. The embedded index "
             "can be opened by one process at a time; set QDRANT_URL to a Qdrant server so that several "
             "processes can share it."
+        )
+        self.path = path
+
+
+class IndexDamagedError(UserFacingError):
+    """The embedded index directory cannot be read (a crash mid-write, a disk fault, a stray edit)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"The vector index at {path} is damaged ({reason}); run `personae reindex` to rebuild it "
+            "from PostgreSQL (no memory is lost: the index holds only a copy)."
         )
         self.path = path
 
@@ -58,16 +75,18 @@ class VectorIndex(Protocol):
       else: text stays in Postgres.
     - `upsert` and `delete` are idempotent by id; deleting an unknown id is not an error. A completed
       upsert or delete is visible to the next search.
-    - `search` returns at most `limit` hits, best first, only points that pass `flt`:
-      personality_id and user_id must match; flt.guild_id None (a DM) allows every venue; otherwise
-      guild_id must equal flt.guild_id, or the point is a DM memory and flt.allow_dm is true. A DM
-      memory has is_dm true and guild_id None (Edge tests the latter, see memory.recall.edge.edge_filter).
-      Scores are higher-is-better and comparable only within one result list:
-        * dense and sparse given: Reciprocal Rank Fusion of the two lists, sum of 1 / (RRF_K + rank)
-          with rank counted from 0, so in (0, 2 / RRF_K];
-        * dense only: cosine similarity in [-1, 1];
-        * sparse only: IDF-weighted BM25, >= 0 (only points sharing a term are returned).
-      An empty sparse vector counts as no sparse vector.
+    - `search` runs the nearest query of each side it is given, both within `flt` and in one round
+      trip, and returns at most `limit` hits per side, best first (fusing them is the caller's job,
+      memory.recall.search). Only points that pass `flt`: personality_id and user_id must match;
+      flt.guild_id None (a DM) allows every venue; otherwise guild_id must equal flt.guild_id, or
+      the point is a DM memory and flt.allow_dm is true. A DM memory has is_dm true and guild_id None
+      (Edge tests the latter, see memory.recall.edge.edge_filter). Scores are higher-is-better:
+        * `Candidates.dense`: cosine similarity in [-1, 1] (empty when no dense vector is given);
+        * `Candidates.keyword`: IDF-weighted BM25, > 0, only points sharing a term with the query
+          (empty when no sparse vector is given, or an empty one: a query of stopwords only).
+    - The index remembers the keyword encoder (memory.recall.keywords.KEYWORD_ENCODER) it was
+      created with; opening one made by another encoder logs a warning to run `personae reindex`
+      (keyword search stays poor until then), and `recreate` starts with the current one.
     - `ids(personality_id)` is every id in the index (of one personality), for drift checks.
     - `count()` is the exact number of points.
     - `close()` releases the index; no call may be in flight or follow it.
@@ -86,7 +105,7 @@ class VectorIndex(Protocol):
         sparse: SparseVector | None,
         flt: RecallFilter,
         limit: int,
-    ) -> list[ScoredId]: ...
+    ) -> Candidates: ...
 
     async def recreate(self, dense_dim: int) -> None:
         """Drop every point and start an empty collection of dense_dim (a full rebuild, a new model)."""
@@ -100,9 +119,18 @@ class VectorIndex(Protocol):
 
 
 def open_vector_index(
-    *, qdrant_url: str | None, qdrant_api_key: str | None, data_dir: Path, collection: str = "memories"
+    *,
+    qdrant_url: str | None,
+    qdrant_api_key: str | None,
+    data_dir: Path,
+    collection: str = "memories",
+    rebuild_if_damaged: bool = False,
 ) -> VectorIndex:
-    """Open the embedded Edge index under data_dir, or the Qdrant server at qdrant_url when it is set."""
+    """Open the embedded Edge index under data_dir, or the Qdrant server at qdrant_url when it is set.
+
+    A damaged embedded index raises IndexDamagedError, unless rebuild_if_damaged (a full reindex is
+    about to refill it from PostgreSQL), which starts it empty instead.
+    """
     # Each backend's client library is imported only when that backend is chosen.
     if qdrant_url:
         from qdrant_client import AsyncQdrantClient
@@ -112,7 +140,7 @@ def open_vector_index(
         return QdrantServerIndex(AsyncQdrantClient(url=qdrant_url, api_key=qdrant_api_key), collection)
     from memory.recall.edge import EdgeVectorIndex
 
-    return EdgeVectorIndex(data_dir / "qdrant")
+    return EdgeVectorIndex(data_dir / "qdrant", rebuild_if_damaged=rebuild_if_damaged)
 
 
 class PayloadKind(enum.Enum):
@@ -150,12 +178,20 @@ def usable_sparse(sparse: SparseVector | None) -> SparseVector | None:
     return sparse if sparse is not None and sparse.indices else None
 
 
-def prefetch_limit(limit: int) -> int:
-    return max(limit * PREFETCH_FACTOR, 20)
-
-
 def dimension_error(where: str, found: object, wanted: int) -> ValueError:
     return ValueError(
         f"The vector index {where} holds dense vectors of dimension {found}, but the embedder produces "
         f"{wanted}: remove the index (or point at another collection) and run `personae reindex`."
     )
+
+
+def warn_if_other_keyword_encoder(where: str, found: object) -> None:
+    """Say once, on opening, that the index's keyword vectors come from another encoder than ours."""
+    if found != KEYWORD_ENCODER:
+        log.warning(
+            "The vector index %s holds keyword vectors of encoder %s, not %s: keyword search will miss "
+            "until you run `personae reindex`.",
+            where,
+            found or "(an older one)",
+            KEYWORD_ENCODER,
+        )

@@ -1,86 +1,87 @@
-"""BM25-style sparse keyword vectors, so that names, dates and rare words are found even when the
-dense embedding misses them.
+"""Keyword (sparse) vectors, so that names, dates and rare words are found even when the dense
+embedding misses them; and the text a memory is keyed by on that side.
 
-Documents carry only the term-frequency half of BM25; the IDF half is applied by the index itself
-(Qdrant's sparse `Modifier.IDF`, supported by both Qdrant Edge and the server), which knows the
+The analyzer is Qdrant Edge's own BM25 model (`qdrant_edge.Bm25`): a word tokenizer, lowercase,
+ASCII folding, English stopwords and the Snowball English stemmer ("ran a marathon" and "running
+marathons" share terms). Vectors are computed here, client-side, as plain (indices, values), so the
+same vectors feed Qdrant Edge and a Qdrant server. Documents carry only BM25's term-frequency half;
+the IDF half is applied by the index itself (the sparse vector's IDF modifier), which knows the
 corpus statistics we don't.
+
+Term ids belong to this analyzer: an index built by another one must be rebuilt (`personae
+reindex`). KEYWORD_ENCODER names it; the index stores the name and warns when it differs.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections import Counter
-from hashlib import blake2b
+from datetime import datetime
+
+import qdrant_edge as edge
 
 from memory.types import SparseVector
 
-__all__ = ["STOPWORDS", "encode_sparse", "encode_sparse_query", "term_index", "tokenize"]
+__all__ = ["KEYWORD_ENCODER", "encode_sparse", "encode_sparse_query", "keyword_text"]
+
+# Change this whenever a setting below changes the term ids or weights of stored vectors.
+KEYWORD_ENCODER = "edge-bm25-en-snowball-1"
 
 K1 = 1.2
 B = 0.75
-# Memories are a sentence or a short paragraph; a real corpus average would change every score
-# whenever one memory is added, so a representative constant is used instead.
-AVG_LEN = 40.0
+# A memory is one exchange, about this many terms once stopwords are dropped. A constant rather
+# than the live corpus mean, so a document's weights never change after it is indexed.
+AVG_LEN = 30.0
 
-# Deliberately tiny: dropping words that carry no recall signal, never words that could be a name.
-# fmt: off
-STOPWORDS: frozenset[str] = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "did", "do", "does", "for", "from",
-    "had", "has", "have", "he", "her", "him", "his", "i", "if", "in", "into", "is", "it", "its", "me", "my",
-    "of", "on", "or", "our", "s", "she", "so", "t", "than", "that", "the", "their", "them", "then", "there",
-    "they", "this", "to", "was", "we", "were", "what", "when", "which", "who", "will", "with", "you",
-    "your",
-})
-# fmt: on
-
-# Numbers joined by - / . : (2024-03-15, 15/03/2024, 3.14, 14:30) are one token *and* their parts, so
-# a query for "2024-03-15" matches exactly while "March 2024" still shares the year.
-_COMPOUND_NUMBER = r"\d+(?:[-/.:]\d+)+"
-# Letters and digits only: underscores and punctuation separate words.
-_WORD = r"[^\W_]+"
-_TOKEN = re.compile(f"{_COMPOUND_NUMBER}|{_WORD}")
-_DIGITS = re.compile(r"\d+")
+_MODEL = edge.Bm25(
+    edge.Bm25Config(
+        k=K1,
+        b=B,
+        avg_len=AVG_LEN,
+        tokenizer=edge.TokenizerType.Word,
+        language="english",
+        lowercase=True,
+        ascii_folding=True,
+        stopwords=edge.StopwordsSet(languages={edge.Language.English}),
+        stemmer=edge.SnowballParams(edge.SnowballLanguage.English),
+    )
+)
 
 
-def tokenize(text: str) -> list[str]:
-    """Split text into lowercase unicode word tokens, without stopwords, number compounds also split."""
-    # NFKC folds full-width digits and ligatures; casefold is the unicode-correct lowercase (ß -> ss).
-    normalized = unicodedata.normalize("NFKC", text).casefold()
-    tokens: list[str] = []
-    for match in _TOKEN.finditer(normalized):
-        token = match.group()
-        if token in STOPWORDS:
-            continue
-        tokens.append(token)
-        if not token.isalnum():
-            tokens.extend(_DIGITS.findall(token))
-    return tokens
-
-
-def term_index(token: str) -> int:
-    """The sparse dimension of a token: stable across processes and Python versions, unlike hash()."""
-    digest = blake2b(token.encode("utf-8"), digest_size=4).digest()
-    return int.from_bytes(digest, "big") & 0x7FFFFFFF
-
-
-def _term_counts(text: str) -> tuple[Counter[int], int]:
-    tokens = tokenize(text)
-    # Two tokens hashing to one index (rare at 2^31) simply share that dimension.
-    return Counter(term_index(t) for t in tokens), len(tokens)
+def _sorted(vector: edge.SparseVector) -> SparseVector:
+    pairs = sorted(zip(vector.indices, vector.values, strict=True))
+    return SparseVector(indices=[int(i) for i, _ in pairs], values=[float(v) for _, v in pairs])
 
 
 def encode_sparse(text: str) -> SparseVector:
     """Encode a document as BM25 term-frequency weights (IDF is applied by the index)."""
-    counts, length = _term_counts(text)
-    norm = K1 * (1.0 - B + B * length / AVG_LEN)
-    indices = sorted(counts)
-    values = [counts[i] * (K1 + 1.0) / (counts[i] + norm) for i in indices]
-    return SparseVector(indices=indices, values=values)
+    return _sorted(_MODEL.embed_document(text))
 
 
 def encode_sparse_query(text: str) -> SparseVector:
     """Encode a query: weight 1.0 per unique term, so a score sums the matched documents' weights."""
-    counts, _ = _term_counts(text)
-    indices = sorted(counts)
-    return SparseVector(indices=indices, values=[1.0] * len(indices))
+    return _sorted(_MODEL.embed_query(text))
+
+
+# English month names whatever the process locale (strftime's %B follows it).
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
+def keyword_text(exchange: str, *, previous: str | None = None, occurred_at: datetime | None = None) -> str:
+    """What a memory is keyed by on the keyword side (its content and dense vector are unchanged):
+
+        On 8 May 2023:
+        <the message just before the exchange, `Name: text`>
+        <the exchange, `Name: text` lines>
+
+    The date, written with the month's name, lets "what did I do in May?" or "on 8 May" match it;
+    the previous message lets a reply be found by what it answers ("yes, twice!" to "been to Kyoto?").
+    """
+    lines = []
+    if occurred_at is not None:
+        lines.append(f"On {occurred_at.day} {_MONTHS[occurred_at.month - 1]} {occurred_at.year}:")
+    if previous and previous.strip():
+        lines.append(previous.strip())
+    lines.append(exchange)
+    return "\n".join(lines)

@@ -14,17 +14,20 @@ from memory.recall import index as contract
 from memory.recall.index import (
     DENSE_VECTOR,
     PAYLOAD_FIELDS,
-    RRF_K,
     SPARSE_VECTOR,
+    Candidates,
     PayloadKind,
     as_uuid,
     dimension_error,
     payload_dict,
-    prefetch_limit,
     usable_sparse,
+    warn_if_other_keyword_encoder,
 )
+from memory.recall.keywords import KEYWORD_ENCODER
 from memory.types import IndexPoint, RecallFilter, ScoredId, SparseVector
 
+# The collection's metadata names the keyword encoder of its sparse vectors.
+_KEYWORDS_KEY = "keyword_encoder"
 # is_tenant: the server co-locates each user's points, the filter every search starts from.
 _TENANT_FIELD = "user_id"
 _SCHEMA: dict[PayloadKind, Any] = {
@@ -44,8 +47,8 @@ def _field_schema(field: str, kind: PayloadKind) -> Any:
 class QdrantServerIndex:
     """The index on a Qdrant server or cluster (or qdrant-client's local mode in tests), shared by processes.
 
-    Hybrid search uses the query API with a parametrised RRF (RrfQuery, Qdrant server 1.16+), so that
-    scores match the Edge index exactly.
+    Both sides of a search go in one `query_batch_points` call; the vectors are the same as Edge's
+    (keyword vectors are computed client-side, memory.recall.keywords), so are the scores.
     """
 
     def __init__(self, client: AsyncQdrantClient, collection: str) -> None:
@@ -78,12 +81,13 @@ class QdrantServerIndex:
                         DENSE_VECTOR: qm.VectorParams(size=dense_dim, distance=qm.Distance.COSINE)
                     },
                     sparse_vectors_config={SPARSE_VECTOR: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                    metadata={_KEYWORDS_KEY: KEYWORD_ENCODER},
                 )
             except Exception:
                 # Another process may have created it between our check and our create.
                 if not await self._client.collection_exists(self._collection):
                     raise
-        await self._check_dimension(dense_dim)
+        await self._check_existing(dense_dim)
         # Re-creating an existing payload index is a no-op on the server, so this stays idempotent.
         for field, kind in PAYLOAD_FIELDS.items():
             await self._client.create_payload_index(
@@ -91,8 +95,11 @@ class QdrantServerIndex:
             )
         self._dense_dim = dense_dim
 
-    async def _check_dimension(self, dense_dim: int) -> None:
+    async def _check_existing(self, dense_dim: int) -> None:
         info = await self._client.get_collection(self._collection)
+        warn_if_other_keyword_encoder(
+            f"collection {self._collection!r}", (info.config.metadata or {}).get(_KEYWORDS_KEY)
+        )
         vectors = info.config.params.vectors
         params = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
         if params is None or params.size != dense_dim:
@@ -134,34 +141,26 @@ class QdrantServerIndex:
         sparse: SparseVector | None,
         flt: RecallFilter,
         limit: int,
-    ) -> list[ScoredId]:
-        """Hybrid (RRF), dense-only or sparse-only search within flt, best first."""
+    ) -> Candidates:
+        """The nearest points of each side given, within flt, in one batch of queries."""
         sparse = usable_sparse(sparse)
-        if (dense is None and sparse is None) or limit <= 0:
-            return []
         condition = _server_filter(flt)
-        sides: list[tuple[str, list[float] | qm.SparseVector]] = []
+        requests: list[qm.QueryRequest] = []
         if dense is not None:
-            sides.append((DENSE_VECTOR, dense))
+            requests.append(qm.QueryRequest(query=dense, using=DENSE_VECTOR, filter=condition, limit=limit))
         if sparse is not None:
-            sides.append((SPARSE_VECTOR, qm.SparseVector(indices=sparse.indices, values=sparse.values)))
-        if len(sides) == 1:
-            using, query = sides[0]
-            response = await self._client.query_points(
-                self._collection, query=query, using=using, query_filter=condition, limit=limit
+            keywords = qm.SparseVector(indices=sparse.indices, values=sparse.values)
+            requests.append(
+                qm.QueryRequest(query=keywords, using=SPARSE_VECTOR, filter=condition, limit=limit)
             )
-        else:
-            response = await self._client.query_points(
-                self._collection,
-                prefetch=[
-                    qm.Prefetch(query=q, using=using, filter=condition, limit=prefetch_limit(limit))
-                    for using, q in sides
-                ],
-                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K)),
-                query_filter=condition,
-                limit=limit,
-            )
-        return [ScoredId(id=as_uuid(p.id), score=p.score) for p in response.points]
+        if not requests or limit <= 0:
+            return Candidates(dense=[], keyword=[])
+        results = iter(await self._client.query_batch_points(self._collection, requests=requests))
+        sides = [
+            [ScoredId(id=as_uuid(p.id), score=p.score) for p in next(results).points] if given else []
+            for given in (dense is not None, sparse is not None)
+        ]
+        return Candidates(dense=sides[0], keyword=sides[1])
 
     async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
         """Every id in the collection, or those of one personality."""

@@ -7,23 +7,26 @@ says how far it got: formed (in Postgres), indexed (searchable too) or deleted (
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, any_, func, literal, select, true, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from memory.recall.embedders import Embedder
 from memory.recall.index import PAYLOAD_FIELDS, VectorIndex
-from memory.recall.keywords import encode_sparse
+from memory.recall.keywords import encode_sparse, keyword_text
 from memory.types import IndexPoint, MemoryPayload, MemoryState
-from models import Memory
+from models import Memory, Message
 
 MEMORY_ID_NAMESPACE = uuid.UUID("6f1c1a52-4e2b-4d7e-9a51-2b1f3c9e8d40")
 # What a point is made of: the id, the text (and facts) for keywords, and the payload filters need.
-POINT_FIELDS = ("id", "content", "fidelity_misses", *PAYLOAD_FIELDS)
+POINT_FIELDS = ("id", "content", "content_verbatim", "fidelity_misses", *PAYLOAD_FIELDS)
 # Columns a rewrite of an existing memory replaces; its identity and provenance stay.
 _REWRITTEN = (
     "mode",
@@ -50,15 +53,102 @@ def point_fields(memory: Memory) -> dict[str, Any]:
 
 
 def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
-    """The index point of a memory row (a dict with POINT_FIELDS at least) and its dense vector."""
-    # Facts the summary dropped stay findable by keyword: they are in the verbatim text we kept.
-    misses = fields.get("fidelity_misses") or []
-    keywords = " ".join([fields["content"], *misses])
+    """The index point of a memory row (a dict with POINT_FIELDS at least) and its dense vector.
+
+    Its keywords come from the stored text: the verbatim exchange when kept, else the content and
+    the facts the summary dropped. MemoryStore re-keys every point it writes from the message log
+    (see `logged_keyword_texts`); these keywords stay only for a memory whose messages are gone.
+    """
+    kept = fields.get("content_verbatim") or " ".join(
+        [fields["content"], *(fields.get("fidelity_misses") or [])]
+    )
     payload = {name: fields[name] for name in PAYLOAD_FIELDS}
     payload["occurred_at"] = fields["occurred_at"].timestamp()
     return IndexPoint(
-        id=fields["id"], dense=dense, sparse=encode_sparse(keywords), payload=MemoryPayload(**payload)
+        id=fields["id"],
+        dense=dense,
+        sparse=encode_sparse(keyword_text(kept, occurred_at=fields["occurred_at"])),
+        payload=MemoryPayload(**payload),
     )
+
+
+async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The keyword text of each memory whose exchange is still in the message log, in one query.
+
+    It is the exchange as it was said, whatever the memory's mode (summarizing must not cost recall),
+    after its date and the message said just before it in the conversation (memory.recall.keywords).
+    Formation, re-summarizing and reindexing all key memories here, so a rebuilt index is the same.
+    """
+    sources = (
+        select(
+            Memory.id.label("memory_id"),
+            Memory.conversation_id,
+            Memory.occurred_at,
+            Message.id.label("message_id"),
+            Message.content,
+        )
+        .join(
+            Message,
+            and_(
+                Message.conversation_id == Memory.conversation_id,
+                Message.external_id == any_(Memory.source_message_ids),
+            ),
+        )
+        .where(Memory.id.in_(list(ids)))
+        .cte("sources")
+    )
+    firsts = (
+        select(
+            sources.c.memory_id,
+            sources.c.conversation_id,
+            func.min(sources.c.message_id).label("first_id"),
+        )
+        .group_by(sources.c.memory_id, sources.c.conversation_id)
+        .cte("firsts")
+    )
+    before = aliased(Message)
+    previous = (
+        select(before.id, before.content)
+        .where(before.conversation_id == firsts.c.conversation_id, before.id < firsts.c.first_id)
+        .order_by(before.id.desc())
+        .limit(1)
+        .lateral("previous")
+    )
+    rows = (
+        await session.execute(
+            union_all(
+                select(
+                    sources.c.memory_id,
+                    sources.c.occurred_at,
+                    sources.c.message_id,
+                    sources.c.content,
+                    literal(False).label("is_previous"),
+                ),
+                select(
+                    firsts.c.memory_id,
+                    literal(None).label("occurred_at"),
+                    previous.c.id,
+                    previous.c.content,
+                    literal(True).label("is_previous"),
+                ).select_from(firsts.join(previous, true())),
+            ).order_by("memory_id", "message_id")
+        )
+    ).all()
+    exchanges: dict[uuid.UUID, list[str]] = {}
+    previous_text: dict[uuid.UUID, str] = {}
+    dates: dict[uuid.UUID, datetime] = {}
+    for memory_id, occurred_at, _, content, is_previous in rows:
+        if is_previous:
+            previous_text[memory_id] = content
+        else:
+            exchanges.setdefault(memory_id, []).append(content)
+            dates[memory_id] = occurred_at
+    return {
+        memory_id: keyword_text(
+            "\n".join(lines), previous=previous_text.get(memory_id), occurred_at=dates[memory_id]
+        )
+        for memory_id, lines in exchanges.items()
+    }
 
 
 def upsert_memories(rows: list[dict[str, Any]]) -> Any:  # an Insert, typed loosely for .returning()
@@ -100,11 +190,24 @@ class MemoryStore:
         await self.index.recreate(self.embedder.dimension)
         self._collection_ready = True
 
-    async def index_points(self, points: list[IndexPoint]) -> None:
-        """Upsert the points, then mark their memories indexed (unless deleted meanwhile)."""
+    async def write_points(self, points: Sequence[IndexPoint]) -> None:
+        """Upsert the points, keyed from the message log (`logged_keyword_texts`) where it holds them."""
         if not points:
             return
-        await (await self.ready()).upsert(points)
+        async with self.sessionmaker() as session:
+            texts = await logged_keyword_texts(session, [p.id for p in points])
+        await (await self.ready()).upsert(
+            [
+                dataclasses.replace(p, sparse=encode_sparse(texts[p.id])) if p.id in texts else p
+                for p in points
+            ]
+        )
+
+    async def index_points(self, points: list[IndexPoint]) -> None:
+        """Write the points, then mark their memories indexed (unless deleted meanwhile)."""
+        if not points:
+            return
+        await self.write_points(points)
         async with self.sessionmaker.begin() as session:
             await session.execute(
                 update(Memory)

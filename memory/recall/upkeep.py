@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from memory.recall.store import MemoryStore, memory_point, point_fields
 from memory.types import MemoryState, ProgressCallback
@@ -25,6 +25,16 @@ class DriftReport:
     @property
     def drift(self) -> bool:
         return bool(self.missing_from_index or self.stale_in_index)
+
+
+async def lost_from_index(store: MemoryStore) -> int:
+    """How many memories PostgreSQL counts as indexed while the index holds no point at all (its
+    folder deleted, a new Qdrant server): recall finds nothing until `personae reindex`. 0 otherwise."""
+    if await (await store.ready()).count() > 0:
+        return 0
+    async with store.sessionmaker() as session:
+        query = select(func.count(Memory.id)).where(Memory.state == MemoryState.INDEXED.value)
+        return int(await session.scalar(query) or 0)
 
 
 async def check_drift(store: MemoryStore, *, personality_id: int | None = None) -> DriftReport:
@@ -55,7 +65,9 @@ async def reindex(
     """Rebuild the index from Postgres (re-embedding with the current model); returns memories indexed.
 
     For all personalities the collection is recreated empty first, so a new EMBEDDING_MODEL of
-    another dimension works; for one personality its points are rewritten in place.
+    another dimension works, and so does a new keyword encoder (the index warns of an old one when it
+    opens, see memory.recall.index); for one personality its points are rewritten in place. Points
+    are keyed as formation keys them (MemoryStore.write_points), so a rebuilt index is the same.
     """
     query = select(Memory.id).where(Memory.state != MemoryState.DELETED.value)
     if personality_id is not None:
@@ -75,7 +87,7 @@ async def reindex(
         async with store.sessionmaker() as session:
             memories = (await session.scalars(select(Memory).where(Memory.id.in_(ids)))).all()
         vectors = await store.embedder.embed([m.content for m in memories])
-        await store.index.upsert(
+        await store.write_points(
             [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
         )
         async with store.sessionmaker.begin() as session:

@@ -108,7 +108,7 @@ class _Response:
         self.status = status
         self._text = "" if body is None else json.dumps(body)
         self.headers = {"content-type": "application/json"} if body is not None else {}
-        self.reason = "OK"
+        self.reason = "OK" if status < 400 else "Not Found"
 
     async def text(self, encoding: str = "utf-8") -> str:
         return self._text
@@ -152,6 +152,8 @@ class FakeDiscordHTTP:
         self.modals: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(800000000000000001)
         self.closed = False
+        # Interaction tokens Discord no longer knows: answered after its 3 s, or already gone.
+        self.expired: set[str] = set()
 
     def next_id(self) -> int:
         return next(self._ids)
@@ -189,6 +191,10 @@ class FakeDiscordHTTP:
     def _answer(
         self, method: str, parts: list[str], payload: Any, files: list[Attachment]
     ) -> tuple[int, Any]:
+        if parts[0] == "interactions" and parts[2] in self.expired:
+            return 404, {"message": "Unknown interaction", "code": 10062}
+        if parts[0] == "webhooks" and parts[2] in self.expired:
+            return 404, {"message": "Unknown Webhook", "code": 10015}
         if parts[0] == "interactions" and parts[-1] == "callback":
             return 200, self._callback(int(parts[1]), parts[2], payload, files)
         if parts[0] == "webhooks":
@@ -416,11 +422,15 @@ class DiscordHarness:
         guild: int | None = None,
         channel: int = 500,
         permissions: int = 0,
+        expired: bool = False,
         **options: Any,
     ) -> Invocation:
-        """Invoke `/path` with these options through `CommandTree._call`, as the gateway would."""
+        """Invoke `/path` with these options through `CommandTree._call`, as the gateway would;
+        `expired`: Discord has forgotten the interaction by the time the bot answers (after 3 s)."""
         payload = self._base(2, user=user, guild=guild, channel=channel, permissions=permissions)
         payload["data"] = self._command_options(path, options, None)
+        if expired:
+            self.http.expired.add(payload["token"])
         return await self._run_command(payload)
 
     async def autocomplete(

@@ -1,134 +1,26 @@
 """The chat cog, loaded as the bot loads it and driven through dpytest's fake gateway, with the real
-services behind it: PostgreSQL on a connection pool, Qdrant Edge, the local embedder, and the chat
-LLM over HTTP on 127.0.0.1."""
+services behind it (tests/bot/conftest.py): PostgreSQL on a connection pool, Qdrant Edge, the local
+embedder, and the chat LLM over HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 from unittest.mock import AsyncMock
 
-import discord
 import discord.ext.test as dpytest
 import pytest
-from discord.ext.test import backend, factories
-from sqlalchemy import select
+from discord.ext.test import backend
 
 from bot.client import PersonaeBot
-from bot.cogs.chat import CATCH_UP_TASK, ChatCog
+from bot.cogs.chat import ChatCog
 from bot.flood import FloodControl
 from bot.senders import WebhookSender
 from memory.chat.service import UNAVAILABLE_REPLY
-from models import Message, Personality
+from models import Personality
 from testkit.llm_server import Fail, LLMTestServer
+from tests.bot.chatting import bind, raw_message, rows, say, sent_messages, settle
 from tests.bot.test_senders import fake_webhook
 from tests.memory.chat.memories import remembered
-
-
-@pytest.fixture
-async def bot(runtime: Any) -> AsyncIterator[PersonaeBot]:
-    client = PersonaeBot(runtime=runtime)
-    await client._async_setup_hook()
-    # dpytest builds members from its own cache; the real bot needs no members intent (a message carries
-    # its author), but dpytest's fake guild can only hand out members it cached.
-    intents = client.intents
-    intents.members = True
-    client._connection._intents = intents
-    client._connection.member_cache_flags = discord.MemberCacheFlags.from_intents(intents)
-    dpytest.configure(client, members=["Alice", "Bob"])
-    client._connection.loop = asyncio.get_running_loop()  # dpytest leaves it unset; typing() needs it
-    await client.load_extension("bot.cogs.chat")
-    yield client
-    await client.background.drain(keep_running=(CATCH_UP_TASK,))
-    await client.unload_extension("bot.cogs.chat")
-    await client.background.cancel_all()
-    await dpytest.empty_queue()
-
-
-@pytest.fixture
-def cog(bot: PersonaeBot) -> ChatCog:
-    found = bot.get_cog("ChatCog")
-    # load_extension executes the module anew: its ChatCog is the one the bot holds.
-    assert isinstance(found, sys.modules["bot.cogs.chat"].ChatCog)
-    return found  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-async def lilith(runtime: Any) -> Personality:
-    personality, _ = await runtime.personalities.create("Lilith", prompt="You are Lilith.")
-    return personality
-
-
-@pytest.fixture
-async def sage(runtime: Any) -> Personality:
-    personality, _ = await runtime.personalities.create("Sage", prompt="You are Sage.")
-    return personality
-
-
-@pytest.fixture
-def payloads(bot: PersonaeBot) -> list[dict[str, Any]]:
-    """Every message payload the bot sent through the (fake) HTTP client."""
-    seen: list[dict[str, Any]] = []
-    original = bot.http.send_message
-
-    async def spy(channel_id: int, *, params: Any) -> Any:
-        seen.append(params.payload)
-        channel = sys._getframe(1).f_locals.get("channel")  # dpytest reads its caller's `channel`
-        assert channel is not None
-        return await original(channel_id, params=params)
-
-    bot.http.send_message = spy  # type: ignore[method-assign]
-    return seen
-
-
-async def settle() -> None:
-    """Wait for the after-reply work the bot spawned (the catch-up timer never ends on its own)."""
-    client = dpytest.get_config().client
-    assert isinstance(client, PersonaeBot)
-    await client.background.drain(keep_running=(CATCH_UP_TASK,))
-
-
-async def say(content: str, **kwargs: Any) -> discord.Message:
-    """Send as a user and let the after-reply work finish, as a user would see it done."""
-    message = await dpytest.message(content, **kwargs)
-    await settle()
-    return message
-
-
-def sent_messages() -> list[discord.Message]:
-    out = []
-    while not dpytest.sent_queue.empty():
-        out.append(dpytest.get_message())
-    return out
-
-
-async def bind(runtime: Any, personality: Personality, channel: Any) -> None:
-    guild = getattr(channel, "guild", None)
-    await runtime.bindings.bind(
-        personality_id=personality.id,
-        channel_id=str(channel.id),
-        guild_id=str(guild.id) if guild else None,
-        user_id="1",
-    )
-
-
-async def rows(runtime: Any) -> list[Message]:
-    async with runtime.sessionmaker() as session:
-        return list((await session.scalars(select(Message).order_by(Message.id))).all())
-
-
-def raw_message(content: str, channel: Any, author: Any, **extra: Any) -> discord.Message:
-    """A message dpytest can't build itself (a reply, a webhook post), parsed like a gateway event."""
-    data = factories.make_message_dict(channel, author, content=content, **extra)
-    reference = extra.get("message_reference")
-    if reference is not None:
-        data["message_reference"] = reference
-    state = backend.get_state()
-    state.parse_message_create(data)
-    backend._cur_config.messages.setdefault(channel.id, []).append(data)
-    return state._get_message(data["id"])
 
 
 async def test_bound_channel_answers_as_the_personality_in_bold_without_webhooks(

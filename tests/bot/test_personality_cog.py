@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from discord import app_commands
 from sqlalchemy import select
 
 from memory.owners.personality_fields import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
@@ -138,7 +139,7 @@ async def test_create_taken_name_and_over_long_prompt(harness: DiscordHarness, r
     assert "already exists" in again.text
     row = await stored(runtime, "lilith")
     assert row is not None and row.owner_id == str(OWNER)
-    # Discord caps the option at 4000 characters client-side; the service checks its own limit too.
+    # Discord caps the option at MAX_PROMPT_LENGTH client-side; the service checks the limit too.
     too_long = await harness.command(
         "personality edit", user=OWNER, personality="lilith", prompt="x" * (MAX_PROMPT_LENGTH + 1)
     )
@@ -356,3 +357,33 @@ async def test_resummarize_runs_in_background_with_progress(harness: DiscordHarn
         memories = (await session.scalars(select(Memory).where(Memory.personality_id == sage.id))).all()
     assert len(memories) == 3
     assert all(m.summarized and m.mode == "summarized" for m in memories)
+
+
+async def test_the_prompt_limit_is_one_for_the_slash_options_and_the_service(
+    harness: DiscordHarness, runtime: Any
+) -> None:
+    group = harness.tree.get_command("personality")
+    assert isinstance(group, app_commands.Group)
+    for name in ("create", "edit"):
+        command = group.get_command(name)
+        assert isinstance(command, app_commands.Command)
+        prompt = next(p for p in command.parameters if p.name == "prompt")
+        # What Discord lets a user type is what the service accepts; 6000 is Discord's cap for an option.
+        assert prompt.max_value == MAX_PROMPT_LENGTH <= 6000, name
+    created = await create(harness, "Lilith", prompt="x" * MAX_PROMPT_LENGTH)
+    assert "Created **Lilith**" in created.text
+    row = await stored(runtime, "lilith")
+    assert row is not None and len(row.system_prompt) == MAX_PROMPT_LENGTH
+
+
+async def test_an_error_on_an_expired_interaction_is_logged_not_raised(
+    harness: DiscordHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first response came after Discord's 3 s: every answer the error handler tries gets a 404.
+    unknown = await harness.command("personality info", user=OWNER, personality="nobody", expired=True)
+    assert unknown.replies == []
+    failing = await harness.command("personality list", user=OWNER, expired=True)
+    assert failing.replies == []
+    reported = [r.getMessage() for r in caplog.records if "Could not report an error" in r.getMessage()]
+    assert len(reported) == 2
+    assert all("Unknown interaction" in message for message in reported)

@@ -77,5 +77,21 @@ async def test_plain_sender_keeps_the_header_within_the_limit() -> None:
 
 
 def test_sent_parts_store_the_text_without_the_plain_header() -> None:
-    first, second = MagicMock(id=1, content="**Lilith**\nHello there."), MagicMock(id=2, content="More.")
-    assert sent_parts([first, second], "Hello there. More.") == [("1", "Hello there."), ("2", "More.")]
+    first = MagicMock(id=1, content="**Lilith**\nHello there.", webhook_id=None)
+    second = MagicMock(id=2, content="More.", webhook_id=None)
+    assert sent_parts([first, second], "Hello there. More.", name="Lilith") == [
+        ("1", "Hello there."),
+        ("2", "More."),
+    ]
+
+
+def test_sent_parts_keep_a_reply_that_begins_with_a_bold_line() -> None:
+    # Only the header the plain sender put there is taken off, never the reply's own first line.
+    through_webhook = MagicMock(spec=discord.WebhookMessage, id=3, content="**Plan:**\nWater the tomatoes")
+    assert sent_parts([through_webhook], "**Plan:**\nWater the tomatoes", name="Lilith") == [
+        ("3", "**Plan:**\nWater the tomatoes")
+    ]
+    as_the_bot = MagicMock(id=4, content="**Lilith**\n**Plan:**\nWater the tomatoes", webhook_id=None)
+    assert sent_parts([as_the_bot], "**Plan:**\nWater the tomatoes", name="Lilith") == [
+        ("4", "**Plan:**\nWater the tomatoes")
+    ]

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.conversations import NewMessage, Venue, ensure_conversation, store_messages
+from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
@@ -23,8 +23,9 @@ from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
 from memory.recall.index import VectorIndex
+from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
-from memory.types import IndexPoint, MessageRole, ModelConfig
+from memory.types import IndexPoint, MessageRole, ModelConfig, RecallFilter
 from models import Memory, Message, Personality, UserSettings
 from testkit.llm_server import Fail, LLMTestServer
 
@@ -150,7 +151,7 @@ async def add_chat(
             session,
             conversation_id,
             [
-                NewMessage(
+                LoggedMessage(
                     external_id=f"{prefix}{start + i}",
                     author_id=user_id if role == "user" else "bot",
                     author_name=user_name if role == "user" else None,
@@ -665,3 +666,132 @@ async def test_a_message_is_stored_while_formation_summarizes_its_conversation(
     assert not forming.done()
     report = await forming
     assert report.memories == 1
+
+
+# ------------------------------------------------------------------ what recall is keyed by
+
+
+async def keyword_hits(service: MemoryService, index: VectorIndex, p: Personality, words: str) -> list[Any]:
+    await service.index_pending()
+    found = await index.search(
+        dense=None,
+        sparse=encode_sparse_query(words),
+        flt=RecallFilter(personality_id=p.id, user_id="u1"),
+        limit=10,
+    )
+    return [(hit.id, round(hit.score, 5)) for hit in found.keyword]
+
+
+async def test_a_memory_is_keyed_by_its_date_and_the_message_it_answers(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, index: VectorIndex
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    turns = [
+        ("user", "I'm planning a trip"),
+        ("assistant", "Where to? Have you ever been to Kyoto?"),
+        ("user", "Yes, twice!"),
+        ("assistant", "Lucky you"),
+    ]
+    await add_chat(sessionmaker, p, turns)
+    await service.form_pending()
+    first, second = await memories(sessionmaker)
+    assert second.content == "Alice: Yes, twice!\nLilith: Lucky you"  # the content is unchanged
+    # Found by what it answers: "Kyoto" was said just before it.
+    assert {i for i, _ in await keyword_hits(service, index, p, "Kyoto")} == {first.id, second.id}
+    # And by its date, written out (T0 is 15 March 2024).
+    assert {i for i, _ in await keyword_hits(service, index, p, "what did I do on 15 March?")} == {
+        first.id,
+        second.id,
+    }
+
+
+async def test_summarized_memories_keep_the_keywords_of_the_verbatim_exchange(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    service: MemoryService,
+    llm_server: LLMTestServer,
+    index: VectorIndex,
+) -> None:
+    p = await add_personality(sessionmaker, "Sage", "summarized")
+    await add_chat(sessionmaker, p, [("user", LONG_USER), ("assistant", LONG_REPLY)])
+    llm_server.responder = summary_responder(FAITHFUL_SUMMARY)
+    await service.form_pending()
+    [memory] = await memories(sessionmaker)
+    assert "bookshelf" not in memory.content and memory.content_verbatim is None
+    # The summary dropped the bookshelf; the keyword side still has the exchange as it was said.
+    assert [i for i, _ in await keyword_hits(service, index, p, "bookshelf")] == [memory.id]
+    found = await service.recall(personality_id=p.id, user_id="u1", query="the bookshelf argument")
+    assert [m.id for m in found] == [memory.id]
+
+
+async def test_reindex_keys_memories_exactly_as_formation_did(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, index: VectorIndex
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    turns = [
+        ("user", "Have you been to Kyoto?"),
+        ("assistant", "Never"),
+        ("user", "I went in May"),
+        ("assistant", "Nice"),
+    ]
+    await add_chat(sessionmaker, p, turns)
+    await service.form_pending()
+    formed = [await keyword_hits(service, index, p, words) for words in ("Kyoto", "15 March 2024", "May")]
+    assert all(formed)
+    assert await service.reindex() == 2
+    assert [
+        await keyword_hits(service, index, p, words) for words in ("Kyoto", "15 March 2024", "May")
+    ] == formed
+
+
+async def test_recall_brings_the_exchanges_around_the_best_memory(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    topics = ["the weather", "my garden", "Zephyrine's wedding", "the dress I wore", "the cake", "my commute"]
+    turns = [
+        turn
+        for topic in topics
+        for turn in (("user", f"Let me tell you about {topic}"), ("assistant", "Go on"))
+    ]
+    await add_chat(sessionmaker, p, turns, guild_id="g1", channel_id="c1")
+    # Bob talks in the same channel, between Alice's exchanges in time: never Alice's neighbour.
+    await add_chat(
+        sessionmaker,
+        p,
+        [("user", "Zephyrine's wedding was lovely"), ("assistant", "Indeed")],
+        user_id="u2",
+        user_name="Bob",
+        guild_id="g1",
+        channel_id="c1",
+        prefix="b",
+        start=5,
+    )
+    # An imported history may give a whole session one timestamp: the log's order still tells.
+    async with sessionmaker.begin() as session:
+        await session.execute(update(Message).values(created_at=T0))
+    await service.form_pending()
+    by_topic = {
+        m.content.split("about ")[1].split("\n")[0]: m
+        for m in await memories(sessionmaker)
+        if m.user_id == "u1"
+    }
+
+    found = await service.recall(
+        personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=3
+    )
+    assert [m.id for m in found] == [
+        by_topic[t].id for t in ("Zephyrine's wedding", "my garden", "the dress I wore")
+    ]
+
+    # A forgotten memory is never a neighbour: the next one before it takes its place.
+    await service.forget(user_id="u1", memory_ids=[by_topic["my garden"].id])
+    found = await service.recall(
+        personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=3
+    )
+    assert [m.id for m in found] == [
+        by_topic[t].id for t in ("Zephyrine's wedding", "the weather", "the dress I wore")
+    ]
+    bob = await service.recall(
+        personality_id=p.id, user_id="u2", query="Zephyrine wedding", guild_id="g1", limit=3
+    )
+    assert [m.source_message_ids for m in bob] == [["b5", "b6"]]

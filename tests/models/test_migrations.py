@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from models import Base
@@ -65,3 +65,47 @@ async def test_models_match_migrations(engine: AsyncEngine) -> None:
             )
         )
     assert diff == []
+
+
+async def test_reply_links_are_filled_for_the_existing_log(scratch_engine: AsyncEngine) -> None:
+    """0002 links each stored reply to the nearest user message before it in its conversation (the
+    pairing formation used until then), and goes down and up again cleanly."""
+    await upgrade_database(scratch_engine, "0001")
+    async with scratch_engine.begin() as connection:
+        await connection.execute(
+            text("INSERT INTO personalities (id, name, display_name) VALUES (1, 'lilith', 'Lilith')")
+        )
+        await connection.execute(
+            text("INSERT INTO conversations (id, personality_id, venue_key) VALUES (1, 1, 'a'), (2, 1, 'b')")
+        )
+        rows = [
+            (1, 1, "assistant"),  # before any user message: answers nothing
+            (2, 1, "user"),
+            (3, 2, "user"),  # another conversation, in between
+            (4, 1, "assistant"),
+            (5, 1, "assistant"),  # a second part
+            (6, 2, "assistant"),
+            (7, 1, "user"),
+            (8, 1, "user"),
+            (9, 1, "assistant"),
+        ]
+        for row_id, conversation_id, role in rows:
+            await connection.execute(
+                text(
+                    "INSERT INTO messages (id, conversation_id, external_id, author_id, role, content) "
+                    "VALUES (:id, :c, :e, 'x', :role, 'text')"
+                ),
+                {"id": row_id, "c": conversation_id, "e": f"m{row_id}", "role": role},
+            )
+    await upgrade_database(scratch_engine)
+    async with scratch_engine.connect() as connection:
+        links = dict((await connection.execute(text("SELECT id, reply_to_id FROM messages"))).tuples().all())
+    assert links == {1: None, 2: None, 3: None, 4: 2, 5: 2, 6: 3, 7: None, 8: None, 9: 8}
+
+    await downgrade_database(scratch_engine, "0001")
+    async with scratch_engine.connect() as connection:
+        columns = await connection.run_sync(lambda sync: inspect(sync).get_columns("messages"))
+        assert "reply_to_id" not in {c["name"] for c in columns}
+        assert await connection.scalar(text("SELECT count(*) FROM messages")) == 9
+    await upgrade_database(scratch_engine)
+    assert await current_revision(scratch_engine) == "0002_reply_to"

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.chat.rolling import RollingSummarizer, fallback_title
-from memory.conversations import NewMessage, Venue, ensure_conversation, reset_conversation, store_messages
+from memory.conversations import LoggedMessage, Venue, ensure_conversation, reset_conversation, store_messages
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
@@ -57,7 +57,7 @@ async def add_messages(sessionmaker: async_sessionmaker[AsyncSession], conversat
     for _ in range(n):
         i = next(counter)
         messages.append(
-            NewMessage(
+            LoggedMessage(
                 external_id=f"m{i}",
                 author_id="3",
                 author_name="Alice",

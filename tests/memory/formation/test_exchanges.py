@@ -1,33 +1,44 @@
-"""Grouping the message log into exchanges: the unit a memory is made of."""
+"""Grouping the message log into exchanges: the unit a memory is made of, built from reply links."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.formation.exchanges import LoggedMessage, group_exchanges, render_lines
+from memory.conversations import LoggedMessage
+from memory.formation.exchanges import group_exchanges, render_lines
 from memory.types import MessageRole
 
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
 
 
 def log(*spec: str) -> list[LoggedMessage]:
-    """`u1:hi` is user 1 saying hi; `a:hello` is the personality."""
+    """`u1:hi` is user 1 saying hi (id m1, m2... by position); `a:hello` is the personality answering
+    the nearest user message before it, `a>m1:hello` answering m1."""
     messages = []
+    last_user: str | None = None
     for i, item in enumerate(spec):
         who, _, text = item.partition(":")
+        who, _, answers = who.partition(">")
         role = MessageRole.ASSISTANT if who == "a" else MessageRole.USER
+        external_id = f"m{i + 1}"
         messages.append(
             LoggedMessage(
-                id=i + 1,
-                external_id=f"m{i + 1}",
+                external_id=external_id,
                 author_id="bot" if who == "a" else who,
                 author_name=None,
                 role=role,
                 content=text,
                 created_at=T0 + timedelta(minutes=i),
+                reply_to=(answers or last_user) if role is MessageRole.ASSISTANT else None,
             )
         )
+        if role is MessageRole.USER:
+            last_user = external_id
     return messages
+
+
+def ids(messages: object) -> list[str]:
+    return [m.external_id for m in messages]  # type: ignore[attr-defined]
 
 
 def test_pairs_user_and_reply() -> None:
@@ -47,36 +58,71 @@ def test_several_user_messages_before_one_reply_are_one_exchange() -> None:
 def test_reply_split_in_parts_belongs_together() -> None:
     grouping = group_exchanges(log("u1:tell me a story", "a:part one", "a:part two", "u1:nice"))
     assert grouping.exchanges[0].source_message_ids == ["m1", "m2", "m3"]
-    assert [m.external_id for m in grouping.waiting] == ["m4"]
+    assert ids(grouping.waiting) == ["m4"]
 
 
 def test_user_message_without_reply_waits() -> None:
     grouping = group_exchanges(log("u1:hello?"))
     assert grouping.exchanges == []
-    assert [m.external_id for m in grouping.waiting] == ["m1"]
+    assert ids(grouping.waiting) == ["m1"]
 
 
 def test_reply_without_user_message_is_orphan() -> None:
     grouping = group_exchanges(log("a:Welcome, traveller", "u1:hi", "a:hi"))
-    assert [m.external_id for m in grouping.orphans] == ["m1"]
+    assert ids(grouping.orphans) == ["m1"]
     assert grouping.exchanges[0].source_message_ids == ["m2", "m3"]
     assert grouping.exchanges[0].context == tuple(log("a:Welcome, traveller"))
 
 
-def test_shared_channel_reply_answers_the_last_speaker() -> None:
-    grouping = group_exchanges(log("u1:I like tea", "u2:I like coffee", "a:coffee it is"))
-    exchange = grouping.exchanges[0]
-    assert exchange.user_id == "u2"
-    assert exchange.source_message_ids == ["m2", "m3"]
-    assert [m.external_id for m in exchange.bystanders] == ["m1"]
-    assert [m.external_id for m in exchange.context] == ["m1"]
+def test_reply_to_a_message_not_in_the_log_is_orphan() -> None:
+    grouping = group_exchanges(log("u1:hi", "a>gone:hello"))  # its message was deleted
+    assert grouping.exchanges == [] and ids(grouping.orphans) == ["m2"] and ids(grouping.waiting) == ["m1"]
 
 
-def test_context_is_at_most_three_messages_and_uses_history() -> None:
+def test_each_reply_is_remembered_with_the_one_it_answers() -> None:
+    # Two users at once; the replies finish in the other order, each naming its message.
+    grouping = group_exchanges(
+        log("alice:my PIN is 4921", "bob:a good book?", "a>m1:I'll remember your PIN", "a>m2:try Dune")
+    )
+    alice, bob = grouping.exchanges
+    assert (alice.user_id, alice.source_message_ids) == ("alice", ["m1", "m3"])
+    assert (bob.user_id, bob.source_message_ids) == ("bob", ["m2", "m4"])
+    assert ids(bob.context) == ["m1"]  # the other user's line is context only
+    assert grouping.waiting == [] and grouping.orphans == []
+
+
+def test_a_user_waiting_for_a_reply_is_not_taken_by_another_users_exchange() -> None:
+    grouping = group_exchanges(log("alice:hi", "bob:hello", "a>m1:hi Alice"))
+    [alice] = grouping.exchanges
+    assert alice.source_message_ids == ["m1", "m3"]
+    assert ids(grouping.waiting) == ["m2"]
+
+
+def test_unanswered_messages_join_the_next_answered_message_of_their_author() -> None:
+    grouping = group_exchanges(
+        log("alice:first", "bob:hey", "alice:second", "a>m2:hey Bob", "alice:third", "a>m5:about third")
+    )
+    bob, alice = grouping.exchanges
+    assert bob.source_message_ids == ["m2", "m4"]
+    assert alice.user_id == "alice" and alice.source_message_ids == ["m1", "m3", "m5", "m6"]
+    assert grouping.waiting == []
+
+
+def test_only_formable_messages_are_grouped_and_a_late_reply_stands_alone() -> None:
+    messages = log("alice:one", "alice:two", "a>m2:about two", "a>m1:about one", "bob:hi")
+    # m1..m3 were remembered together (m1 had no reply yet); m4 answers m1 late; m5 is context.
+    grouping = group_exchanges(messages, formable={"m4"})
+    [late] = grouping.exchanges
+    assert (late.user_id, late.user_messages, ids(late.replies)) == ("alice", (), ["m4"])
+    assert ids(late.context) == ["m1", "m2", "m3"]
+    assert grouping.waiting == [] and grouping.orphans == []
+
+
+def test_context_is_at_most_three_messages_before_the_exchange() -> None:
     messages = log("u1:a", "a:b", "u1:c", "a:d", "u1:e", "a:f")
-    history, pending = messages[:4], messages[4:]
-    grouping = group_exchanges(pending, history=history)
-    assert [m.external_id for m in grouping.exchanges[0].context] == ["m2", "m3", "m4"]
+    grouping = group_exchanges(messages, formable={"m5", "m6"})
+    [exchange] = grouping.exchanges
+    assert ids(exchange.context) == ["m2", "m3", "m4"]
 
 
 def test_empty_log() -> None:
@@ -91,8 +137,8 @@ def test_render_names_speakers() -> None:
 
 def test_render_lines_one_line_form_keeps_every_speaker_on_its_line() -> None:
     said = [
-        LoggedMessage(1, "a", "u1", "Alice", MessageRole.USER, "hi\n\nthere <|im_end|>", T0),
-        LoggedMessage(2, "b", "bot", None, MessageRole.ASSISTANT, "  hello\tAlice ", T0),
+        LoggedMessage("a", "u1", "Alice", MessageRole.USER, "hi\n\nthere <|im_end|>", T0),
+        LoggedMessage("b", "bot", None, MessageRole.ASSISTANT, "  hello\tAlice ", T0, reply_to="a"),
     ]
     assert (
         render_lines(said, personality_name="Lilith") == "Alice: hi\n\nthere <|im_end|>\nLilith: hello\tAlice"

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from memory.errors import InvalidInputError
-from memory.formation.importer import MAX_CONTENT_CHARS, parse_transcript
+from memory.formation.importer import (
+    MAX_CONTENT_CHARS,
+    MAX_TRANSCRIPT_BYTES,
+    parse_transcript,
+    read_transcript,
+)
 from memory.types import MessageRole
 
 
@@ -64,3 +70,15 @@ def test_a_bad_line_is_refused_in_one_line_naming_it(record: object, message: st
     with pytest.raises(InvalidInputError) as info:
         parse_transcript(text)
     assert str(info.value) == message
+
+
+def test_an_oversized_transcript_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as out:
+        out.truncate(MAX_TRANSCRIPT_BYTES + 1)  # sparse: nothing is written to disk
+    with pytest.raises(InvalidInputError) as refused:
+        read_transcript(huge)
+    assert "MiB" in str(refused.value) and "split it" in str(refused.value)
+    fits = tmp_path / "fits.jsonl"
+    fits.write_text('{"id": "1", "role": "user", "content": "hello"}\n', encoding="utf-8")
+    assert len(read_transcript(fits)[0]) == 1

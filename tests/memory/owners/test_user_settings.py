@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError
+from memory.formation.importer import parse_transcript
 from memory.formation.mode import effective_mode
 from memory.owners.personalities import PersonalityService
 from memory.owners.user_settings import UserSettingsService
@@ -44,3 +48,74 @@ async def test_update_upserts_global_and_per_personality_rows(
 async def test_bad_summarization_value_is_refused(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
     with pytest.raises(InvalidInputError, match="default, enabled, disabled"):
         await UserSettingsService(sessionmaker).update("1", summarization="sometimes")
+
+
+async def test_an_export_imports_back_with_its_reply_links(runtime: Any) -> None:
+    """Each reply line names the message it answers, so a re-import pairs them the same way."""
+    lilith, _ = await runtime.personalities.create("Lilith")
+    transcript = "\n".join(
+        json.dumps(line)
+        for line in [
+            {
+                "id": "1",
+                "role": "user",
+                "content": "Lilith, my PIN is 4921",
+                "user_id": "A",
+                "author": "Alice",
+                "channel_id": "55",
+                "guild_id": "7",
+                "timestamp": "2024-05-01T10:00:00+00:00",
+            },
+            {
+                "id": "2",
+                "role": "user",
+                "content": "Lilith, a good book?",
+                "user_id": "B",
+                "author": "Bob",
+                "channel_id": "55",
+                "guild_id": "7",
+                "timestamp": "2024-05-01T10:00:01+00:00",
+            },
+            {
+                "id": "3",
+                "role": "assistant",
+                "content": "Noted, Alice.",
+                "reply_to": "1",
+                "channel_id": "55",
+                "guild_id": "7",
+                "timestamp": "2024-05-01T10:00:02+00:00",
+            },
+            {
+                "id": "4",
+                "role": "assistant",
+                "content": "Dune, Bob.",
+                "reply_to": "2",
+                "channel_id": "55",
+                "guild_id": "7",
+                "timestamp": "2024-05-01T10:00:03+00:00",
+            },
+        ]
+    )
+    lines, skipped = parse_transcript(transcript)
+    await runtime.importer.import_lines(
+        lines,
+        personality_id=lilith.id,
+        personality_user_id="bot",
+        default_user_id=None,
+        skipped_lines=skipped,
+    )
+    exported = [json.loads(line) for line in await runtime.user_settings.export_lines(user_id="A")]
+    assert [(r["id"], r.get("reply_to")) for r in exported] == [("1", None), ("3", "1")]
+
+    # Imported again for another personality, the links hold: Alice's reply stays Alice's.
+    sage, _ = await runtime.personalities.create("Sage")
+    again, skipped = parse_transcript("\n".join(json.dumps(r) for r in exported))
+    await runtime.importer.import_lines(
+        again, personality_id=sage.id, personality_user_id="bot", default_user_id=None, skipped_lines=skipped
+    )
+    reimported = [json.loads(line) for line in await runtime.user_settings.export_lines(user_id="A")]
+    assert [
+        (r["id"], r.get("reply_to"))
+        for r in reimported
+        if "memory" in r and r["memory"]["personality"] == "sage"
+    ] == [("3", "1")]

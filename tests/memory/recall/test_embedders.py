@@ -1,10 +1,12 @@
-"""Embedders: the real local all-MiniLM-L6-v2 model, and litellm against the test server's /v1/embeddings."""
+"""Embedders: the real local all-MiniLM-L6-v2 model (ONNX; more in test_local_embedder.py), and litellm
+against the test server's /v1/embeddings."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +31,7 @@ def norm(v: list[float]) -> float:
 
 
 async def test_local_embedder_real_model(embedder: Embedder) -> None:
-    # conftest's session-wide embedder is the real LocalEmbedder; this also checks that it is.
+    # conftest's session-wide embedder is the real (ONNX) LocalEmbedder; this also checks that it is.
     assert isinstance(embedder, LocalEmbedder)
     texts = [
         "Alice adopted a small grey kitten last week.",
@@ -106,9 +108,13 @@ async def test_litellm_embedder_config_errors_are_not_retried(llm_server: LLMTes
     assert len(llm_server.requests) == 1
 
 
-def test_make_embedder_chooses_by_name() -> None:
+def test_make_embedder_chooses_by_name(tmp_path: Path) -> None:
     assert isinstance(make_embedder("all-MiniLM-L6-v2"), LocalEmbedder)
-    assert isinstance(make_embedder("local/all-MiniLM-L6-v2"), LocalEmbedder)
+    local = make_embedder("local/all-MiniLM-L6-v2", cache_dir=tmp_path)
+    assert isinstance(local, LocalEmbedder)
+    assert local.model_dir == tmp_path / "all-MiniLM-L6-v2"
+    assert (local.model_name, local.dimension) == ("all-MiniLM-L6-v2", 384)  # known without a load
+    assert not local.model_dir.exists()
     remote = make_embedder("openai/text-embedding-3-small", api_key="k")
     assert isinstance(remote, LiteLLMEmbedder)
     assert remote.dimension == 1536  # from litellm's bundled model info, offline

@@ -14,19 +14,22 @@ from pathlib import Path
 import pytest
 import qdrant_client
 from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
 
 import memory.recall.index as vector_index
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.index import (
     PAYLOAD_FIELDS,
-    RRF_K,
+    Candidates,
     IndexBusyError,
+    IndexDamagedError,
     PayloadKind,
     VectorIndex,
     open_vector_index,
     payload_dict,
 )
-from memory.recall.keywords import encode_sparse, encode_sparse_query
+from memory.recall.keywords import KEYWORD_ENCODER, encode_sparse, encode_sparse_query
+from memory.recall.search import DENSE_WEIGHT, fuse
 from memory.recall.server import QdrantServerIndex
 from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
 
@@ -93,7 +96,9 @@ async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 async def dense_ids(
     index: VectorIndex, flt: RecallFilter, vector: list[float], limit: int = 10
 ) -> set[uuid.UUID]:
-    return {hit.id for hit in await index.search(dense=vector, sparse=None, flt=flt, limit=limit)}
+    found = await index.search(dense=vector, sparse=None, flt=flt, limit=limit)
+    assert found.keyword == []
+    return {hit.id for hit in found.dense}
 
 
 async def test_implementations_keep_the_protocol_signatures(index: VectorIndex) -> None:
@@ -128,7 +133,7 @@ async def test_upsert_then_search_roundtrip(index: VectorIndex) -> None:
     points = [point(axis(i)) for i in range(3)]
     await index.upsert(points)
 
-    hits = await index.search(dense=axis(1), sparse=None, flt=ALICE, limit=3)
+    hits = (await index.search(dense=axis(1), sparse=None, flt=ALICE, limit=3)).dense
 
     assert hits[0].id == points[1].id
     assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # cosine of identical directions
@@ -139,7 +144,11 @@ async def test_upsert_then_search_roundtrip(index: VectorIndex) -> None:
 async def test_limit_bounds_the_hits(index: VectorIndex) -> None:
     rng = random.Random(1)
     await index.upsert([point(random_vector(rng)) for _ in range(12)])
-    assert len(await index.search(dense=random_vector(rng), sparse=None, flt=ALICE, limit=5)) == 5
+    assert len((await index.search(dense=random_vector(rng), sparse=None, flt=ALICE, limit=5)).dense) == 5
+    many = await index.search(
+        dense=random_vector(rng), sparse=encode_sparse_query("no such word"), flt=ALICE, limit=5
+    )
+    assert len(many.dense) == 5
 
 
 async def test_ensure_collection_is_idempotent_and_checks_dimension(index: VectorIndex) -> None:
@@ -174,7 +183,7 @@ async def test_upsert_is_idempotent_by_id(index: VectorIndex) -> None:
     await index.upsert([moved])
 
     assert await index.count() == 1
-    hits = await index.search(dense=axis(4), sparse=None, flt=ALICE, limit=1)
+    hits = (await index.search(dense=axis(4), sparse=None, flt=ALICE, limit=1)).dense
     assert hits[0].id == first.id
     assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # the replaced vector, not the first one
 
@@ -190,9 +199,10 @@ async def test_deleted_points_are_never_returned(index: VectorIndex) -> None:
     assert await index.ids() == {keep.id}
     assert await dense_ids(index, ALICE, axis(0)) == {keep.id}
     sparse_hits = await index.search(dense=None, sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=10)
-    assert [h.id for h in sparse_hits] == [keep.id]
+    assert [h.id for h in sparse_hits.keyword] == [keep.id]
+    assert sparse_hits.dense == []
     hybrid = await index.search(dense=axis(0), sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=10)
-    assert [h.id for h in hybrid] == [keep.id]
+    assert [h.id for h in hybrid.dense] == [h.id for h in hybrid.keyword] == [keep.id]
 
 
 async def test_users_never_see_each_others_memories(index: VectorIndex) -> None:
@@ -203,11 +213,11 @@ async def test_users_never_see_each_others_memories(index: VectorIndex) -> None:
 
     assert await dense_ids(index, bob, axis(2)) == {theirs.id}
     hybrid = await index.search(dense=axis(2), sparse=encode_sparse_query("Zephyrine"), flt=bob, limit=10)
-    assert [h.id for h in hybrid] == [theirs.id]
+    assert [h.id for h in hybrid.dense] == [h.id for h in hybrid.keyword] == [theirs.id]
     stranger = RecallFilter(personality_id=1, user_id="carol")
-    assert (
-        await index.search(dense=axis(2), sparse=encode_sparse_query("secret"), flt=stranger, limit=10) == []
-    )
+    assert await index.search(
+        dense=axis(2), sparse=encode_sparse_query("secret"), flt=stranger, limit=10
+    ) == Candidates(dense=[], keyword=[])
 
 
 async def test_personalities_never_see_each_others_memories(index: VectorIndex) -> None:
@@ -244,13 +254,14 @@ async def test_sparse_finds_a_rare_keyword_the_dense_side_misses(index: VectorIn
     query_dense = axis(0)
 
     dense_only = await index.search(dense=query_dense, sparse=None, flt=ALICE, limit=3)
-    assert named.id not in {h.id for h in dense_only}
+    assert named.id not in {h.id for h in dense_only.dense}
 
     for words in ("Zephyrine", "2024-03-15", "what did we do on 2024-03-15?"):
         hybrid = await index.search(dense=query_dense, sparse=encode_sparse_query(words), flt=ALICE, limit=3)
-        assert named.id in {h.id for h in hybrid}, words
+        fused = fuse(hybrid)
+        assert named.id in sorted(fused, key=lambda i: -fused[i])[:3], words
         sparse_only = await index.search(dense=None, sparse=encode_sparse_query(words), flt=ALICE, limit=3)
-        assert sparse_only[0].id == named.id, words
+        assert sparse_only.keyword[0].id == named.id, words
 
 
 async def test_fusion_ranks_a_document_matching_both_sides_first(index: VectorIndex) -> None:
@@ -260,13 +271,21 @@ async def test_fusion_ranks_a_document_matching_both_sides_first(index: VectorIn
     fillers = [point(axis(3, wobble=0.1 * i), f"filler note {i}") for i in range(6)]
     await index.upsert([dense_best, keyword_only, both, *fillers])
 
-    hits = await index.search(dense=axis(0), sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=5)
+    found = await index.search(dense=axis(0), sparse=encode_sparse_query("Zephyrine"), flt=ALICE, limit=5)
 
-    assert hits[0].id == both.id
-    assert {dense_best.id, keyword_only.id} <= {h.id for h in hits[1:]}
-    # RRF with ranks from 0: second of the dense list, first of the sparse list.
-    assert hits[0].score == pytest.approx(1 / (RRF_K + 1) + 1 / RRF_K, rel=1e-4)
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # Each side best first, with its own scores: cosine on the dense side, BM25 on the keyword side.
+    assert [h.id for h in found.dense[:2]] == [dense_best.id, both.id]
+    assert found.dense[1].score == pytest.approx(1 / (1 + 0.2**2) ** 0.5, rel=1e-4)
+    assert [h.id for h in found.keyword] == [both.id, keyword_only.id]
+    assert found.keyword[0].score > found.keyword[1].score > 0
+    for side in (found.dense, found.keyword):
+        assert [h.score for h in side] == sorted((h.score for h in side), reverse=True)
+    fused = fuse(found)
+    ranked = sorted(fused, key=lambda i: -fused[i])
+    assert ranked[:2] == [both.id, dense_best.id]
+    assert {dense_best.id, keyword_only.id} <= set(ranked[1:])
+    # Second of the dense list (its cosine, min-max normalised), first of the keyword list.
+    assert fused[both.id] == pytest.approx(DENSE_WEIGHT * found.dense[1].score + (1 - DENSE_WEIGHT), rel=1e-4)
 
 
 async def test_empty_sparse_vectors_are_accepted(index: VectorIndex) -> None:
@@ -275,10 +294,14 @@ async def test_empty_sparse_vectors_are_accepted(index: VectorIndex) -> None:
     )
     await index.upsert([silent])
 
-    assert await index.search(dense=None, sparse=encode_sparse_query("the and"), flt=ALICE, limit=5) == []
+    nothing = Candidates(dense=[], keyword=[])
+    assert (
+        await index.search(dense=None, sparse=encode_sparse_query("the and"), flt=ALICE, limit=5) == nothing
+    )
     hybrid = await index.search(dense=axis(1), sparse=encode_sparse_query("the"), flt=ALICE, limit=5)
-    assert [h.id for h in hybrid] == [silent.id]
-    assert await index.search(dense=None, sparse=None, flt=ALICE, limit=5) == []
+    assert [h.id for h in hybrid.dense] == [silent.id]
+    assert hybrid.keyword == []
+    assert await index.search(dense=None, sparse=None, flt=ALICE, limit=5) == nothing
 
 
 async def test_ids_and_count(index: VectorIndex, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,10 +340,9 @@ async def test_edge_reopens_from_disk(tmp_path: Path) -> None:
         await reopened.ensure_collection(DIM)
         assert await reopened.ids() == {p.id for p in points[:3]}
         hits = await reopened.search(dense=axis(2), sparse=encode_sparse_query("Faro"), flt=ALICE, limit=3)
-        assert hits[0].id == points[2].id
-        assert (
-            await reopened.search(dense=None, sparse=encode_sparse_query("Braga"), flt=ALICE, limit=3) == []
-        )
+        assert hits.dense[0].id == hits.keyword[0].id == points[2].id
+        braga = await reopened.search(dense=None, sparse=encode_sparse_query("Braga"), flt=ALICE, limit=3)
+        assert braga == Candidates(dense=[], keyword=[])
     finally:
         await reopened.close()
 
@@ -389,7 +411,7 @@ async def test_edge_optimizes_into_hnsw_and_keeps_answering(tmp_path: Path) -> N
         await index.optimize()
         assert await index.count() == 25
         hits = await index.search(dense=points[7].dense, sparse=None, flt=ALICE, limit=1)
-        assert hits[0].id == points[7].id
+        assert [h.id for h in hits.dense] == [points[7].id]
     finally:
         await index.close()
 
@@ -430,3 +452,81 @@ async def test_recreate_empties_and_changes_dimension(index: VectorIndex) -> Non
     await index.upsert([wider])
     assert await index.ids() == {wider.id}
     await index.ensure_collection(DIM * 2)  # the new dimension is now the expected one
+
+
+# ------------------------------------------------------------------------- keyword encoder
+
+
+async def test_edge_warns_when_its_keywords_come_from_another_encoder(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "qdrant"
+    index = EdgeVectorIndex(path)
+    await index.ensure_collection(DIM)
+    await index.close()
+    assert (path / "keyword-encoder").read_text().strip() == KEYWORD_ENCODER
+
+    reopened = EdgeVectorIndex(path)
+    try:
+        await reopened.ensure_collection(DIM)
+        assert "personae reindex" not in caplog.text  # same encoder: nothing to say
+    finally:
+        await reopened.close()
+
+    (path / "keyword-encoder").unlink()  # an index built before the encoder was recorded
+    old = EdgeVectorIndex(path)
+    try:
+        await old.ensure_collection(DIM)
+        assert "keyword search will miss until you run `personae reindex`" in caplog.text
+        assert str(path) in caplog.text
+        caplog.clear()
+        await old.recreate(DIM)  # what `personae reindex` does first
+        assert (path / "keyword-encoder").read_text().strip() == KEYWORD_ENCODER
+    finally:
+        await old.close()
+
+
+async def test_server_warns_when_its_keywords_come_from_another_encoder(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = AsyncQdrantClient(location=":memory:")
+    fresh = QdrantServerIndex(client, "fresh")
+    await fresh.ensure_collection(DIM)
+    assert "personae reindex" not in caplog.text
+    assert (await client.get_collection("fresh")).config.metadata == {"keyword_encoder": KEYWORD_ENCODER}
+
+    await client.create_collection(
+        "old", vectors_config={"dense": qm.VectorParams(size=DIM, distance=qm.Distance.COSINE)}
+    )
+    await QdrantServerIndex(client, "old").ensure_collection(DIM)
+    assert "collection 'old'" in caplog.text
+    assert "`personae reindex`" in caplog.text
+    await client.close()
+
+
+async def test_a_damaged_edge_index_is_one_line_naming_reindex_or_starts_empty_to_rebuild(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "qdrant"
+    index = EdgeVectorIndex(path)
+    await index.ensure_collection(DIM)
+    await index.upsert([point(axis(0), "hello")])
+    await index.close()
+    for file in (f for f in path.rglob("*") if f.is_file() and f.name != "personae.lock"):
+        file.write_bytes(b"\x00garbage\xff" * 8)  # every file keeps its name and loses its content
+
+    with pytest.raises(IndexDamagedError) as refused:
+        EdgeVectorIndex(path)
+    said = str(refused.value)
+    assert str(path) in said and "personae reindex" in said and "\n" not in said
+    with pytest.raises(IndexDamagedError):  # not IndexBusyError: the refused opener let go of its lock
+        EdgeVectorIndex(path)
+
+    rebuilt = EdgeVectorIndex(path, rebuild_if_damaged=True)
+    try:
+        await rebuilt.ensure_collection(DIM)
+        assert await rebuilt.count() == 0
+        await rebuilt.upsert([point(axis(1), "again")])
+        assert await rebuilt.count() == 1
+    finally:
+        await rebuilt.close()

