@@ -8,14 +8,23 @@ store every message once and remember every exchange once, leaving nothing pendi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import resource
+import sys
 from typing import Any
 
 from bench.reliability_cases import Outcome, Scale, case, check
 from bench.reliability_cases.common import figures, run_command
-from bench.reliability_cases.lab import Lab
+from bench.reliability_cases.lab import CliResult, Lab
+
+_REPORTS_ITS_PEAK = """
+import resource, sys
+from bot.cli import main
+status = main(sys.argv[1:])
+print(f"peak-kib {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+sys.exit(status)
+"""
 
 REFUSED = "refused in one line naming the problem; nothing written"
 SANE = (
@@ -179,14 +188,29 @@ async def nul_and_surrogates(lab: Lab, scale: Scale) -> Outcome:
 )
 async def one_gigabyte(lab: Lab, scale: Scale) -> Outcome:
     path = lab.workdir / "huge.jsonl"
-    with path.open("wb") as out:
-        out.truncate(GIB)
+    with path.open("wb") as sparse:
+        sparse.truncate(GIB)
     await lab.runtime.personalities.create("huge")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result = await lab.cli("import", str(path), "--personality", "huge", "--user", "1")
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # The command's own peak memory, reported by the process itself: RUSAGE_CHILDREN would be the
+    # largest of every child this suite ever waited for.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _REPORTS_ITS_PEAK,
+        *("import", str(path), "--personality", "huge", "--user", "1"),
+        env=lab.environ(personae_data_dir=lab.workdir / "cli-data"),
+        cwd=lab.workdir,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, err = await process.communicate()
     os.unlink(path)
-    peak = f"{peak_kib // 1024} MiB" if peak_kib > before else f"at most {before // 1024} MiB"
+    lines = err.decode(errors="replace").splitlines()
+    peak_kib = next((int(line.split()[1]) for line in lines if line.startswith("peak-kib ")), GIB)
+    result = CliResult(
+        process.returncode or 0, stdout.decode(), "\n".join(x for x in lines if not x.startswith("peak-kib "))
+    )
+    peak = f"{peak_kib // 1024} MiB"
     said = result.one_line()
     ok = (
         result.code == 1

@@ -1,6 +1,6 @@
 """`personae worker`: form memories from the message log until stopped, alongside other workers.
 
-Workers claim conversations with FOR UPDATE SKIP LOCKED (see memory.formation.forming), so any
+Workers claim conversations with an advisory lock, skipped when held (memory.formation.forming), so any
 number of them can run against one database without doing the same exchange twice.
 """
 

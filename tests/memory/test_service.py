@@ -659,7 +659,7 @@ async def test_a_message_is_stored_while_formation_summarizes_its_conversation(
     # Formation holds its claim while it waits on the summarizer (the server's log is polled).
     while not llm_server.requests:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
-    # Storing must not wait for the claim: a plain FOR UPDATE claim would block this insert ~1.5 s.
+    # Storing must not wait for the claim: a row-lock claim (FOR UPDATE) would block this insert ~1.5 s.
     await asyncio.wait_for(
         add_chat(committed_sessionmaker, p, [("user", "And one more thing!")], start=10), timeout=1.0
     )
