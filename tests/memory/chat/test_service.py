@@ -225,8 +225,8 @@ async def test_reset_clears_summary_and_title(runtime: Any, lilith: Personality)
 async def test_a_reset_in_flight_does_not_hold_back_the_exchange_memory(
     runtime: Any, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    """Formation claims a conversation with a lock it skips when held: a reset running beside it (as /reset right
-    after a reply does) must not lock the conversation when there is no title to clear."""
+    """Formation claims a conversation with a lock it skips when held: a reset running beside it (as
+    /reset right after a reply does) must not lock the conversation when there is no title to clear."""
     llm_server.responder = lambda body: "A lighthouse keeper, how romantic."
     req = request(lilith, "My grandfather kept the lighthouse at Porto.")
     reply = await runtime.chat.reply(req, reply_id="r-light")
