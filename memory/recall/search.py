@@ -8,6 +8,7 @@ just before and after the best memory follow it: what was said around an answer 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,11 @@ CANDIDATES = 60
 # the keyword side is the stronger one (with the analyzer and the date and previous-line keying);
 # 0.2 to 0.4 measured alike, equal weights clearly worse.
 DENSE_WEIGHT = 0.3
+# A memory only the dense side found, at a cosine this low, is noise rather than a memory of what was
+# asked: a question about something never said to the personality returns nothing, not the user's
+# least unrelated memory. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones
+# 0.3 and up; a memory with a keyword in common is kept whatever its cosine.
+MIN_DENSE_SIMILARITY = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,11 @@ async def recall(
     flt = RecallFilter(personality_id=personality_id, user_id=user_id, guild_id=guild_id, allow_dm=allow_dm)
     found = await index.search(
         dense=dense, sparse=encode_sparse_query(query), flt=flt, limit=max(CANDIDATES, limit * 2)
+    )
+    shared_words = {hit.id for hit in found.keyword}
+    found = dataclasses.replace(
+        found,
+        dense=[h for h in found.dense if h.score >= MIN_DENSE_SIMILARITY or h.id in shared_words],
     )
     scores = fuse(found)
     if not scores:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, any_, func, literal, select, true, union_all, update
+from sqlalchemy import and_, any_, exists, func, literal, or_, select, true, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
@@ -76,13 +76,15 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
     """The keyword text of each memory whose exchange is still in the message log, in one query.
 
     It is the exchange as it was said, whatever the memory's mode (summarizing must not cost recall),
-    after its date and the message said just before it in the conversation (memory.recall.keywords).
+    after its date and the line said just before it in this user's thread of the conversation (their
+    message or a reply to them: never another user's words; memory.recall.keywords).
     Formation, re-summarizing and reindexing all key memories here, so a rebuilt index is the same.
     """
     sources = (
         select(
             Memory.id.label("memory_id"),
             Memory.conversation_id,
+            Memory.user_id,
             Memory.occurred_at,
             Message.id.label("message_id"),
             Message.content,
@@ -101,15 +103,27 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
         select(
             sources.c.memory_id,
             sources.c.conversation_id,
+            sources.c.user_id,
             func.min(sources.c.message_id).label("first_id"),
         )
-        .group_by(sources.c.memory_id, sources.c.conversation_id)
+        .group_by(sources.c.memory_id, sources.c.conversation_id, sources.c.user_id)
         .cte("firsts")
     )
     before = aliased(Message)
+    answered = aliased(Message)
+    # The previous line of this user's own thread: their message, or a reply to one of theirs. In a
+    # shared channel the line just before may be another user's, whose words must not make this
+    # user's memory findable.
     previous = (
         select(before.id, before.content)
-        .where(before.conversation_id == firsts.c.conversation_id, before.id < firsts.c.first_id)
+        .where(
+            before.conversation_id == firsts.c.conversation_id,
+            before.id < firsts.c.first_id,
+            or_(
+                before.author_id == firsts.c.user_id,
+                exists().where(answered.id == before.reply_to_id, answered.author_id == firsts.c.user_id),
+            ),
+        )
         .order_by(before.id.desc())
         .limit(1)
         .lateral("previous")
