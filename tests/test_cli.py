@@ -175,3 +175,31 @@ def test_a_database_that_goes_away_mid_command_is_one_line_not_a_traceback() -> 
         assert "\n" not in line and "sqlalche.me" not in line
     bad_column = DBAPIError("SELECT nope", None, asyncpg.exceptions.UndefinedColumnError("no such column"))
     assert explain_connection_error(bad_column, settings) is None
+
+
+def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None:
+    """Through SQLAlchemy's asyncpg dialect the error is DBAPIError -> the adapter's InterfaceError ->
+    asyncpg's error (its __cause__): the chain is followed to the connection's fate."""
+    import asyncpg
+    from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
+    from sqlalchemy.exc import InterfaceError
+
+    from bot.cli.app import explain_connection_error
+    from bot.settings import load_bot_settings
+
+    settings = load_bot_settings(database_url=None)
+    adapter_errors = AsyncAdapt_asyncpg_dbapi(asyncpg)
+    for cause in (
+        asyncpg.exceptions.InterfaceError("connection is closed"),
+        asyncpg.exceptions.CannotConnectNowError("the database system is shutting down"),
+    ):
+        try:
+            try:
+                raise cause
+            except Exception as error:
+                raise adapter_errors.InterfaceError(str(error)) from error
+        except Exception as adapted:
+            wrapped = InterfaceError("INSERT ...", None, adapted)
+        line = explain_connection_error(wrapped, settings)
+        assert line is not None and line.startswith("Cannot reach the embedded PostgreSQL: ")
+        assert str(cause) in line

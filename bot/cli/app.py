@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities
@@ -50,22 +50,35 @@ def explain_connection_error(exc: BaseException, settings: BotSettings) -> str |
     """One line for the database being unreachable, instead of a driver traceback."""
     from sqlalchemy.exc import DBAPIError
 
-    # SQLAlchemy wraps the driver's error (DBAPIError and its kin) when the connection drops
-    # mid-statement; the driver's own error says what happened.
-    if isinstance(exc, DBAPIError) and isinstance(exc.orig, BaseException):
-        exc = exc.orig
-    if isinstance(exc, OSError | ConnectionError) or _asyncpg_connection_error(exc):
-        where = "DATABASE_URL" if settings.database_url else "the embedded PostgreSQL"
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"Cannot reach {where}: {detail}. Check that the server is running and the URL is right."
+    # SQLAlchemy wraps the driver's error twice (its DBAPIError, then the asyncpg adapter's own
+    # class, whose cause is asyncpg's error): the connection's fate is somewhere down that chain.
+    for cause in _causes(exc):
+        invalidated = isinstance(cause, DBAPIError) and cause.connection_invalidated
+        if invalidated or isinstance(cause, OSError | ConnectionError) or _asyncpg_connection_error(cause):
+            where = "DATABASE_URL" if settings.database_url else "the embedded PostgreSQL"
+            root = list(_causes(cause))[-1]
+            detail = str(root).strip().splitlines()[0] if str(root).strip() else type(root).__name__
+            return f"Cannot reach {where}: {detail}. Check that the server is running and the URL is right."
     return None
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The error, then what it wraps (`orig`) or was raised from, innermost last."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
 
 
 def _asyncpg_connection_error(exc: BaseException) -> bool:
     """asyncpg's errors about the connection or the server going away, not about a statement."""
     name = type(exc).__name__
-    return type(exc).__module__.startswith("asyncpg") and any(
-        word in name for word in ("Connect", "Connection", "Shutdown")
+    closed = name == "InterfaceError" and "connection" in str(exc).lower()
+    return type(exc).__module__.startswith("asyncpg") and (
+        closed or any(word in name for word in ("Connect", "Connection", "Shutdown"))
     )
 
 
