@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -98,6 +99,9 @@ class Personality(Base):
     summarizer_prompt_id: Mapped[int | None] = mapped_column(
         ForeignKey("system_prompts.id", ondelete="SET NULL")
     )
+    # What a character card brought that has no column of its own (description, scenario, first
+    # message, example messages, creator notes, tags...), kept so the card exports back whole.
+    card: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _updated_at()
 
@@ -186,10 +190,14 @@ class Message(Base):
     reply_to_id: Mapped[int | None] = mapped_column(
         BigInteger, ForeignKey("messages.id", ondelete="SET NULL"), index=True
     )
+    # Why this message must never become a memory: said while its author was incognito, or its
+    # exchange was forgotten with "Forget this". Formation skips the whole exchange, whoever runs it.
+    memory_excluded: Mapped[str | None] = mapped_column(String(12))
 
     __table_args__ = (
         UniqueConstraint("conversation_id", "external_id"),
         CheckConstraint("role IN ('user', 'assistant')", name="role"),
+        CheckConstraint("memory_excluded IN ('incognito', 'forgotten')", name="memory_excluded"),
         Index("ix_messages_conversation_id_id", "conversation_id", "id"),
         Index(
             "ix_messages_memory_pending",
@@ -245,6 +253,11 @@ class Memory(Base):
     embedding_model: Mapped[str | None] = mapped_column(String(200))
     fidelity_misses: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     state: Mapped[str] = mapped_column(String(12), server_default="formed")
+    # Pinned by its user ("Remember this", /memory browse): recalled ahead of others when relevant,
+    # and never replaced by a summary without its verbatim text.
+    pinned: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    # Set when the user corrected the text; content_verbatim keeps what was actually said.
+    edited_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _updated_at()
 
@@ -269,3 +282,47 @@ class ChannelBinding(Base):
     created_at: Mapped[datetime] = _created_at()
 
     __table_args__ = (UniqueConstraint("channel_id", "personality_id"),)
+
+
+class Persona(Base):
+    """Who a user is to the personalities: global (personality_id NULL) or for one personality."""
+
+    __tablename__ = "personas"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ExternalId)
+    personality_id: Mapped[int | None] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(80))
+    pronouns: Mapped[str | None] = mapped_column(String(40))
+    about: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _updated_at()
+
+    __table_args__ = (
+        Index("uq_personas_global", "user_id", unique=True, postgresql_where=text("personality_id IS NULL")),
+        Index(
+            "uq_personas_personality",
+            "user_id",
+            "personality_id",
+            unique=True,
+            postgresql_where=text("personality_id IS NOT NULL"),
+        ),
+    )
+
+
+class IncognitoSession(Base):
+    """A span of time in which a user's words with one personality (or all: NULL) form no memory.
+
+    Rows are kept after they end: a message stored later (catch-up after downtime) is judged by
+    the span its own time falls in, not by whether incognito is on when it is stored.
+    """
+
+    __tablename__ = "incognito_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ExternalId, index=True)
+    personality_id: Mapped[int | None] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # When it ends by itself (NULL: until turned off) and when it was turned off.
+    ends_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
