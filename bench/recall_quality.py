@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from bench._common import bench_database, percentile, summarizer_models
 from bench.locomo import DEV_DIR, dev_dialogues
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
@@ -35,6 +37,7 @@ from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, LocalEmbedder
+from memory.recall.index import VectorIndex
 from memory.service import MemoryService, RecalledMemory
 from memory.types import MemoryMode, ModelConfig
 
@@ -133,8 +136,25 @@ async def measure(
 
 
 def summarizer_config() -> ModelConfig | None:
+    """SUMMARIZER_MODEL (and SUMMARIZER_API_BASE) when set; None: the offline extractive summarizer."""
     model = os.environ.get("SUMMARIZER_MODEL")
     return ModelConfig(model=model, api_base=os.environ.get("SUMMARIZER_API_BASE")) if model else None
+
+
+def eval_memory(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    index: VectorIndex,
+    embedder: Embedder,
+    cfg: ModelConfig | None,
+) -> MemoryService:
+    """The product's memory service as the evals measure it: summaries by `cfg` (None: extractive)."""
+    return MemoryService(
+        sessionmaker,
+        index=index,
+        embedder=embedder,
+        summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),
+        models=summarizer_models(cfg),
+    )
 
 
 async def run(sets: Sequence[str], modes: Sequence[MemoryMode], runs: int, locomo_dir: Path) -> None:
@@ -153,13 +173,7 @@ async def run(sets: Sequence[str], modes: Sequence[MemoryMode], runs: int, locom
         personalities = PersonalityService(db.sessionmaker)
         for mode in modes:
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
-            service = MemoryService(
-                db.sessionmaker,
-                index=index,
-                embedder=embedder,
-                summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),
-                models=summarizer_models(cfg),
-            )
+            service = eval_memory(db.sessionmaker, index, embedder, cfg)
             importer = TranscriptImporter(db.sessionmaker, service.formation)
             for set_name, members in dialogues.items():
                 total = Scores()

@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 from sqlalchemy import select
 
-from bench._common import bench_database, summarizer_models
+from bench._common import bench_database
+from bench.recall_quality import eval_memory, summarizer_config
 from memory.formation.importer import TranscriptImporter, read_transcript
-from memory.formation.summarizer import ExchangeSummarizer
-from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import LocalEmbedder
 from memory.recall.keywords import encode_sparse_query
-from memory.service import MemoryService
-from memory.types import MemoryMode, ModelConfig, RecallFilter
+from memory.types import MemoryMode, RecallFilter
 from models import Memory
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -39,13 +36,11 @@ async def run() -> None:
     lines, _ = read_transcript(DATA / "eval_conversations.jsonl")
     questions = [json.loads(q) for q in (DATA / "eval_questions.jsonl").read_text().splitlines() if q.strip()]
     embedder = LocalEmbedder()
-    model = os.environ.get("SUMMARIZER_MODEL")
-    cfg = (
-        ModelConfig(model=model, api_base=os.environ.get("SUMMARIZER_API_BASE"), timeout=60.0)
-        if model
-        else None
+    cfg = summarizer_config()
+    print(
+        f"{len(lines)} messages, {len(questions)} questions; "
+        f"summarizer: {cfg.model if cfg else 'extractive (no LLM)'}"
     )
-    print(f"{len(lines)} messages, {len(questions)} questions; summarizer: {model or 'extractive (no LLM)'}")
     print(
         f"{'mode':<11} {'method':<8} {'recall@5':>9} {'recall@10':>10} {'memories':>9} "
         f"{'stored/verbatim':>16}"
@@ -53,13 +48,7 @@ async def run() -> None:
     async with bench_database("eval") as db:
         for mode in MemoryMode:
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
-            service = MemoryService(
-                db.sessionmaker,
-                index=index,
-                embedder=embedder,
-                summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),
-                models=summarizer_models(cfg),
-            )
+            service = eval_memory(db.sessionmaker, index, embedder, cfg)
             personality, _ = await PersonalityService(db.sessionmaker).create(
                 f"mira-{mode.value}", memory_mode=mode
             )

@@ -1,4 +1,5 @@
-"""What slash commands read from an interaction: name autocomplete, who invoked them, and where."""
+"""What slash commands read from an interaction: name autocomplete, who invoked them and where, and
+the personality they may manage."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from memory.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot  # noqa: F401 (named by the forward reference below)
+    from models import Personality
 
 MAX_CHOICES = 25  # Discord shows at most this many autocomplete choices
 Interaction = discord.Interaction["PersonaeBot"]
@@ -35,6 +37,15 @@ async def model_autocomplete(interaction: Interaction, current: str) -> list[app
 
 def user_id_of(interaction: Interaction) -> str:
     return str(interaction.user.id)
+
+
+async def managed_personality(interaction: Interaction, name: str) -> Personality:
+    """The personality `name`, if the invoking user may manage it (else a PermissionDeniedError): for
+    commands that ask something (a confirmation, a modal) before the service call checks again."""
+    service = interaction.client.runtime.personalities
+    personality = await service.get(name)
+    service.require_manager(personality, user_id_of(interaction))
+    return personality
 
 
 def venue_of(interaction: Interaction) -> Venue:

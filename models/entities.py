@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from sqlalchemy import (
     BigInteger,
@@ -26,18 +26,21 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from models.base import Base
 
+# Column kinds several tables share, each declared once (SQLAlchemy's Annotated idiom): a column typed
+# `Mapped[ExternalId]` is `mapped_column(String(64))`, `Mapped[ExternalId | None]` its nullable form,
+# and a `mapped_column(index=True)` on the right adds to it.
 # External ids (Discord snowflakes, imported transcript ids) are strings: imports may use any id.
-ExternalId = String(64)
-
-
-def _created_at() -> Mapped[datetime]:
-    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
-
-
-def _updated_at() -> Mapped[datetime]:
-    return mapped_column(
-        DateTime(timezone=True), server_default=func.now(), onupdate=func.now(), nullable=False
-    )
+ExternalId = Annotated[str, mapped_column(String(64))]
+IntId = Annotated[int, mapped_column(Integer, primary_key=True)]
+BigId = Annotated[int, mapped_column(BigInteger, primary_key=True)]
+PersonalityId = Annotated[int, mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))]
+ConversationId = Annotated[int, mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))]
+FalseByDefault = Annotated[bool, mapped_column(Boolean, server_default=text("false"))]
+Timestamp = Annotated[datetime, mapped_column(DateTime(timezone=True))]
+CreatedAt = Annotated[datetime, mapped_column(DateTime(timezone=True), server_default=func.now())]
+UpdatedAt = Annotated[
+    datetime, mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now())
+]
 
 
 class LLMConfig(Base):
@@ -45,7 +48,7 @@ class LLMConfig(Base):
 
     __tablename__ = "llm_configs"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[IntId]
     name: Mapped[str] = mapped_column(String(100), unique=True)
     model: Mapped[str] = mapped_column(String(200))
     api_base: Mapped[str | None] = mapped_column(String(500))
@@ -54,7 +57,7 @@ class LLMConfig(Base):
     max_tokens: Mapped[int] = mapped_column(Integer, server_default=text("512"))
     timeout: Mapped[float] = mapped_column(Float, server_default=text("60"))
     context_window: Mapped[int | None] = mapped_column(Integer)
-    created_at: Mapped[datetime] = _created_at()
+    created_at: Mapped[CreatedAt]
 
     __table_args__ = (
         CheckConstraint("temperature >= 0 AND temperature <= 2", name="temperature_range"),
@@ -66,12 +69,12 @@ class LLMConfig(Base):
 class SystemPrompt(Base):
     __tablename__ = "system_prompts"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[IntId]
     name: Mapped[str] = mapped_column(String(100), unique=True)
     prompt_type: Mapped[str] = mapped_column(String(20), server_default="personality", index=True)
     content: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     __table_args__ = (
         CheckConstraint("prompt_type IN ('personality', 'summarizer', 'system')", name="prompt_type"),
@@ -81,11 +84,11 @@ class SystemPrompt(Base):
 class Personality(Base):
     __tablename__ = "personalities"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[IntId]
     name: Mapped[str] = mapped_column(String(64), unique=True)
     display_name: Mapped[str] = mapped_column(String(80))
     avatar_url: Mapped[str | None] = mapped_column(String(500))
-    owner_id: Mapped[str | None] = mapped_column(ExternalId, index=True)
+    owner_id: Mapped[ExternalId | None] = mapped_column(index=True)
     system_prompt: Mapped[str] = mapped_column(Text, server_default="")
     # A personality uses either an admin-made config or a plain allow-listed model string.
     chat_llm_config_id: Mapped[int | None] = mapped_column(ForeignKey("llm_configs.id", ondelete="SET NULL"))
@@ -102,8 +105,8 @@ class Personality(Base):
     # What a character card brought that has no column of its own (description, scenario, first
     # message, example messages, creator notes, tags...), kept so the card exports back whole.
     card: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     chat_llm_config: Mapped[LLMConfig | None] = relationship(foreign_keys=[chat_llm_config_id])
     summarizer_llm_config: Mapped[LLMConfig | None] = relationship(foreign_keys=[summarizer_llm_config_id])
@@ -120,15 +123,15 @@ class UserSettings(Base):
 
     __tablename__ = "user_settings"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    user_id: Mapped[str] = mapped_column(ExternalId)
-    personality_id: Mapped[int | None] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    id: Mapped[IntId]
+    user_id: Mapped[ExternalId]
+    personality_id: Mapped[PersonalityId | None]
     # NULL = inherit (the global row, then the personality).
     memory_enabled: Mapped[bool | None] = mapped_column(Boolean)
     summarization: Mapped[str] = mapped_column(String(20), server_default="default")
-    allow_dm_recall_in_guilds: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    allow_dm_recall_in_guilds: Mapped[FalseByDefault]
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     __table_args__ = (
         CheckConstraint("summarization IN ('default', 'enabled', 'disabled')", name="summarization"),
@@ -154,15 +157,15 @@ class Conversation(Base):
 
     __tablename__ = "conversations"
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    personality_id: Mapped[int] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    id: Mapped[BigId]
+    personality_id: Mapped[PersonalityId]
     venue_key: Mapped[str] = mapped_column(String(160))
-    guild_id: Mapped[str | None] = mapped_column(ExternalId)
-    channel_id: Mapped[str | None] = mapped_column(ExternalId)
-    is_dm: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    guild_id: Mapped[ExternalId | None]
+    channel_id: Mapped[ExternalId | None]
+    is_dm: Mapped[FalseByDefault]
     title: Mapped[str | None] = mapped_column(String(200))
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     __table_args__ = (UniqueConstraint("personality_id", "venue_key"),)
 
@@ -172,18 +175,18 @@ class Message(Base):
 
     __tablename__ = "messages"
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
-    external_id: Mapped[str] = mapped_column(ExternalId)
-    author_id: Mapped[str] = mapped_column(ExternalId)
+    id: Mapped[BigId]
+    conversation_id: Mapped[ConversationId]
+    external_id: Mapped[ExternalId]
+    author_id: Mapped[ExternalId]
     author_name: Mapped[str | None] = mapped_column(String(100))
     role: Mapped[str] = mapped_column(String(12))
     content: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[CreatedAt]
     token_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     # Set once the exchange this message belongs to became a memory (or was skipped by settings):
     # pending memory work is derived from the NULLs here, so nothing is lost across crashes.
-    memory_processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    memory_processed_at: Mapped[Timestamp | None]
     # A reply's link to the user message it answers (in the same conversation): exchanges are built
     # from it, so in a shared channel each reply is remembered with the one who was answered.
     # NULL for user messages, and for a reply whose user message is gone.
@@ -213,16 +216,16 @@ class Summary(Base):
 
     __tablename__ = "summaries"
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    id: Mapped[BigId]
+    conversation_id: Mapped[ConversationId]
     content: Mapped[str] = mapped_column(Text)
     token_count: Mapped[int] = mapped_column(Integer)
     first_message_id: Mapped[int] = mapped_column(BigInteger)
     last_message_id: Mapped[int] = mapped_column(BigInteger)
     message_count: Mapped[int] = mapped_column(Integer)
     summarizer: Mapped[str] = mapped_column(String(200))
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     __table_args__ = (
         CheckConstraint("first_message_id <= last_message_id", name="message_range"),
@@ -236,30 +239,30 @@ class Memory(Base):
     __tablename__ = "memories"
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
-    personality_id: Mapped[int] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
-    user_id: Mapped[str] = mapped_column(ExternalId)
-    guild_id: Mapped[str | None] = mapped_column(ExternalId)
-    channel_id: Mapped[str | None] = mapped_column(ExternalId)
-    is_dm: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    personality_id: Mapped[PersonalityId]
+    user_id: Mapped[ExternalId]
+    guild_id: Mapped[ExternalId | None]
+    channel_id: Mapped[ExternalId | None]
+    is_dm: Mapped[FalseByDefault]
     conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
     mode: Mapped[str] = mapped_column(String(20))
     content: Mapped[str] = mapped_column(Text)
     content_verbatim: Mapped[str | None] = mapped_column(Text)
     source_chars: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    summarized: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    summarized: Mapped[FalseByDefault]
     summarizer: Mapped[str] = mapped_column(String(200), server_default="verbatim")
     source_message_ids: Mapped[list[str]] = mapped_column(ARRAY(String(64)))
-    occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    occurred_at: Mapped[Timestamp]
     embedding_model: Mapped[str | None] = mapped_column(String(200))
     fidelity_misses: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     state: Mapped[str] = mapped_column(String(12), server_default="formed")
     # Pinned by its user ("Remember this", /memory browse): recalled ahead of others when relevant,
     # and never replaced by a summary without its verbatim text.
-    pinned: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    pinned: Mapped[FalseByDefault]
     # Set when the user corrected the text; content_verbatim keeps what was actually said.
-    edited_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    edited_at: Mapped[Timestamp | None]
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     __table_args__ = (
         CheckConstraint("mode IN ('verbatim', 'summarized', 'hybrid')", name="mode"),
@@ -274,12 +277,12 @@ class ChannelBinding(Base):
 
     __tablename__ = "channel_bindings"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    personality_id: Mapped[int] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
-    channel_id: Mapped[str] = mapped_column(ExternalId, index=True)
-    guild_id: Mapped[str | None] = mapped_column(ExternalId)
-    created_by: Mapped[str] = mapped_column(ExternalId)
-    created_at: Mapped[datetime] = _created_at()
+    id: Mapped[IntId]
+    personality_id: Mapped[PersonalityId]
+    channel_id: Mapped[ExternalId] = mapped_column(index=True)
+    guild_id: Mapped[ExternalId | None]
+    created_by: Mapped[ExternalId]
+    created_at: Mapped[CreatedAt]
 
     __table_args__ = (UniqueConstraint("channel_id", "personality_id"),)
 
@@ -289,14 +292,14 @@ class Persona(Base):
 
     __tablename__ = "personas"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    user_id: Mapped[str] = mapped_column(ExternalId)
-    personality_id: Mapped[int | None] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    id: Mapped[IntId]
+    user_id: Mapped[ExternalId]
+    personality_id: Mapped[PersonalityId | None]
     name: Mapped[str] = mapped_column(String(80))
     pronouns: Mapped[str | None] = mapped_column(String(40))
     about: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = _created_at()
-    updated_at: Mapped[datetime] = _updated_at()
+    created_at: Mapped[CreatedAt]
+    updated_at: Mapped[UpdatedAt]
 
     __table_args__ = (
         Index("uq_personas_global", "user_id", unique=True, postgresql_where=text("personality_id IS NULL")),
@@ -319,10 +322,10 @@ class IncognitoSession(Base):
 
     __tablename__ = "incognito_sessions"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    user_id: Mapped[str] = mapped_column(ExternalId, index=True)
-    personality_id: Mapped[int | None] = mapped_column(ForeignKey("personalities.id", ondelete="CASCADE"))
+    id: Mapped[IntId]
+    user_id: Mapped[ExternalId] = mapped_column(index=True)
+    personality_id: Mapped[PersonalityId | None]
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     # When it ends by itself (NULL: until turned off) and when it was turned off.
-    ends_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    ends_at: Mapped[Timestamp | None]
+    ended_at: Mapped[Timestamp | None]

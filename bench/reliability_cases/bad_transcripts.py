@@ -100,6 +100,15 @@ def _refusal_case(name: str, did: str, body: str | bytes, *argv: str, says: str 
     case("bad-transcripts", name, did=did, expected=REFUSED)(run)
 
 
+def _sane_case(
+    name: str, did: str, body: str, *argv: str, messages: int, exchanges: int, expected: str = SANE
+) -> None:
+    async def run(lab: Lab, scale: Scale) -> Outcome:
+        return await expect_sane(lab, name, body, *argv, messages=messages, exchanges=exchanges)
+
+    case("bad-transcripts", name, did=did, expected=expected)(run)
+
+
 _refusal_case(
     "malformed-json",
     "a transcript whose third line is cut mid-object",
@@ -129,27 +138,24 @@ _refusal_case(
 )
 
 
-@case(
-    "bad-transcripts",
+_sane_case(
     "future-timestamps",
-    did="a transcript dated in the year 2999",
-    expected=SANE,
+    "a transcript dated in the year 2999",
+    _jsonl([{**line, "timestamp": f"2999-01-01T00:00:0{i}Z"} for i, line in enumerate(_good(4))]),
+    messages=4,
+    exchanges=2,
 )
-async def future_timestamps(lab: Lab, scale: Scale) -> Outcome:
-    lines = [{**line, "timestamp": f"2999-01-01T00:00:0{i}Z"} for i, line in enumerate(_good(4))]
-    return await expect_sane(lab, "future", _jsonl(lines), messages=4, exchanges=2)
-
-
-@case(
-    "bad-transcripts",
+_sane_case(
     "reply-before-user",
-    did="a transcript that opens with an assistant line, then a user line and its reply (with --user)",
+    "a transcript that opens with an assistant line, then a user line and its reply (with --user)",
+    _jsonl([_line(9, "assistant"), *_good(2)]),
+    "--user",
+    "5001",
+    messages=3,
+    exchanges=1,
     expected="imported; the opening reply belongs to nobody's memory, the exchange after it is "
     "remembered once, nothing pending",
 )
-async def reply_before_user(lab: Lab, scale: Scale) -> Outcome:
-    lines = [_line(9, "assistant"), *_good(2)]
-    return await expect_sane(lab, "orphan", _jsonl(lines), "--user", "5001", messages=3, exchanges=1)
 
 
 @case(
@@ -164,19 +170,16 @@ async def empty_file(lab: Lab, scale: Scale) -> Outcome:
     return check(first.ok and second.ok, f"empty: {first.happened}; blank lines: {second.happened}")
 
 
-@case(
-    "bad-transcripts",
+_sane_case(
     "nul-and-surrogates",
-    did="lines whose content holds a NUL (\\u0000) and a lone surrogate (\\ud800), JSON-escaped",
+    "lines whose content holds a NUL (\\u0000) and a lone surrogate (\\ud800), JSON-escaped",
+    '{"id": "0", "role": "user", "content": "a\\u0000b", "user_id": "5001"}\n'
+    '{"id": "1", "role": "assistant", "content": "half \\ud800 here"}\n',
+    messages=2,
+    exchanges=1,
     expected="imported with those characters removed or replaced; every exchange remembered once; "
     "no traceback",
 )
-async def nul_and_surrogates(lab: Lab, scale: Scale) -> Outcome:
-    body = (
-        '{"id": "0", "role": "user", "content": "a\\u0000b", "user_id": "5001"}\n'
-        '{"id": "1", "role": "assistant", "content": "half \\ud800 here"}\n'
-    )
-    return await expect_sane(lab, "nul", body, messages=2, exchanges=1)
 
 
 @case(

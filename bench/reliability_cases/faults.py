@@ -77,22 +77,22 @@ async def chat_fault(
     config_url: str | None = None,
     first_text: str = "Lilith, what should I cook tonight? Something warm please.",
     first_key: str = "cook tonight",
-    outage: Callable[[], Awaitable[Any]] | None = None,
-    recover: Callable[[], Awaitable[Any]] | None = None,
+    down: bool = False,
 ) -> Outcome:
-    """One message under the fault, then one more once the model is fine; both remembered once."""
+    """One message under the fault (`down`: the chat model's server closed), then one more once the
+    model is fine; both remembered once."""
     rt = lab.runtime
-    personality_id = await _personality(lab, f"chat-{name}", config_url=config_url)
+    personality_id = await _personality(lab, name, config_url=config_url)
     user = snowflake()
     lab.chat_llm.script(*script)
-    if outage is not None:
-        await outage()
+    if down:
+        await lab.chat_llm.close()
     first = request(personality_id, user, first_text)
     started = time.perf_counter()
     reply = await chat_turn(rt.chat, first)
     waited = time.perf_counter() - started
-    if recover is not None:
-        await recover()
+    if down:
+        await lab.chat_llm.start()
     second = request(personality_id, user, "And tomorrow, a salad with lemons?")
     follow = await chat_turn(rt.chat, second)
     conversation = await lab.scalar(
@@ -122,13 +122,13 @@ async def formation_fault(
     name: str,
     script: Sequence[Behaviour] = (),
     *,
-    outage: Callable[[], Awaitable[Any]] | None = None,
-    recover: Callable[[], Awaitable[Any]] | None = None,
+    down: bool = False,
 ) -> Outcome:
-    """An exchange of a summarized personality formed while the summarizer misbehaves, then the
-    catch-up pass: one memory, its facts kept, never longer than the exchange."""
+    """An exchange of a summarized personality formed while the summarizer misbehaves (`down`: its
+    server, the embedding endpoint too, closed), then the catch-up pass: one memory, its facts kept,
+    never longer than the exchange."""
     rt = lab.runtime
-    personality_id = await _personality(lab, f"form-{name}", mode="summarized")
+    personality_id = await _personality(lab, name, mode="summarized")
     req = request(personality_id, snowflake(), EXCHANGE)
     reply = await chat_turn(rt.chat, req)
     conversation = await lab.scalar(
@@ -136,15 +136,15 @@ async def formation_fault(
     )
     # Queued now: the summarizer's calls are the next ones this server gets.
     lab.llm.script(*script)
-    if outage is not None:
-        await outage()
+    if down:
+        await lab.llm.close()
     first_pass = "formed"
     try:
         await rt.memory.form_pending(conversation_id=conversation)
     except Exception as exc:
         first_pass = f"failed ({type(exc).__name__}), left pending"
-    if recover is not None:
-        await recover()
+    if down:
+        await lab.llm.start()
     await rt.memory.form_pending(conversation_id=conversation)  # the bot's catch-up pass
     memories = [m for m in await lab.memories() if m["personality_id"] == personality_id]
     remembered, how = await _remembered_once(lab, personality_id, ["Marguerite"])
@@ -167,60 +167,65 @@ async def formation_fault(
     )
 
 
-def _restartable(lab: Lab, which: str) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
-    server = lab.chat_llm if which == "chat" else lab.llm
-    return server.close, server.start
+def _fault_case(
+    fault: Callable[..., Awaitable[Outcome]],
+    name: str,
+    did: str,
+    *script: Behaviour,
+    expected: str,
+    **options: Any,
+) -> None:
+    """Register `faults/NAME`: `fault` (chat_fault or formation_fault) with the server playing `script`."""
+
+    async def run(lab: Lab, scale: Scale) -> Outcome:
+        return await fault(lab, name, script, **options)
+
+    case("faults", name, did=did, expected=expected)(run)
 
 
 CHAT_EXPECTED = (
     "message stored; the user gets a short clear notice; once the model is back both messages remembered once"
 )
 
-
-@case(
-    "faults",
+_fault_case(
+    chat_fault,
     "chat-timeout",
-    did="chat model stalls past the timeout on every attempt",
+    "chat model stalls past the timeout on every attempt",
+    Stall(STALL),
+    Stall(STALL),
     expected=CHAT_EXPECTED,
 )
-async def chat_timeout(lab: Lab, scale: Scale) -> Outcome:
-    return await chat_fault(lab, "timeout", [Stall(STALL), Stall(STALL)])
-
-
-@case(
-    "faults",
+_fault_case(
+    chat_fault,
     "chat-429-retry-after",
-    did="chat model answers 429 with Retry-After: 1 once, then normally",
+    "chat model answers 429 with Retry-After: 1 once, then normally",
+    Fail(429, retry_after=1.0),
     expected="the call is retried after the wait; the user gets the reply; both messages remembered once",
+    expect_reply=True,
 )
-async def chat_429(lab: Lab, scale: Scale) -> Outcome:
-    return await chat_fault(lab, "429", [Fail(429, retry_after=1.0)], expect_reply=True)
-
-
-@case("faults", "chat-500", did="chat model answers 500 on every attempt", expected=CHAT_EXPECTED)
-async def chat_500(lab: Lab, scale: Scale) -> Outcome:
-    return await chat_fault(lab, "500", [Fail(500), Fail(500)])
-
-
-@case(
-    "faults",
+_fault_case(
+    chat_fault,
+    "chat-500",
+    "chat model answers 500 on every attempt",
+    Fail(500),
+    Fail(500),
+    expected=CHAT_EXPECTED,
+)
+_fault_case(
+    chat_fault,
     "chat-refused",
-    did="chat model's port closed (connection refused), reopened after",
+    "chat model's port closed (connection refused), reopened after",
     expected=CHAT_EXPECTED,
+    down=True,
 )
-async def chat_refused(lab: Lab, scale: Scale) -> Outcome:
-    outage, recover = _restartable(lab, "chat")
-    return await chat_fault(lab, "refused", outage=outage, recover=recover)
-
-
-@case(
-    "faults",
+_fault_case(
+    chat_fault,
     "chat-dropped",
-    did="chat model drops the connection without answering, every attempt",
+    "chat model drops the connection without answering, every attempt",
+    Drop(),
+    Drop(),
     expected=CHAT_EXPECTED,
 )
-async def chat_dropped(lab: Lab, scale: Scale) -> Outcome:
-    return await chat_fault(lab, "dropped", [Drop(), Drop()])
 
 
 @case(
@@ -233,7 +238,7 @@ async def chat_stream_cut(lab: Lab, scale: Scale) -> Outcome:
     async with CutStreamServer() as server:
         outcome = await chat_fault(
             lab,
-            "cut",
+            "chat-stream-cut",
             config_url=server.base_url,
             first_text=f"Lilith, tell me about pianos {CUT_MARKER}.",
             first_key="about pianos",
@@ -244,94 +249,74 @@ async def chat_stream_cut(lab: Lab, scale: Scale) -> Outcome:
     )
 
 
-@case("faults", "chat-empty", did="chat model answers an empty text", expected=CHAT_EXPECTED)
-async def chat_empty(lab: Lab, scale: Scale) -> Outcome:
-    return await chat_fault(lab, "empty", [Reply("")])
-
-
-@case(
-    "faults", "chat-template-only", did="chat model answers only chat-template tokens", expected=CHAT_EXPECTED
+_fault_case(chat_fault, "chat-empty", "chat model answers an empty text", Reply(""), expected=CHAT_EXPECTED)
+_fault_case(
+    chat_fault,
+    "chat-template-only",
+    "chat model answers only chat-template tokens",
+    Reply("<|im_start|>assistant\n<|im_end|><|eot_id|>"),
+    expected=CHAT_EXPECTED,
 )
-async def chat_template_only(lab: Lab, scale: Scale) -> Outcome:
-    return await chat_fault(lab, "template", [Reply("<|im_start|>assistant\n<|im_end|><|eot_id|>")])
-
 
 FORM_EXPECTED = (
     "exchange remembered exactly once (model, extractive or a later pass), its facts kept, never "
     "longer than the exchange"
 )
 
-
-@case(
-    "faults",
+_fault_case(
+    formation_fault,
     "form-timeout",
-    did="summarizer stalls past the timeout on every attempt",
+    "summarizer stalls past the timeout on every attempt",
+    Stall(STALL),
+    Stall(STALL),
     expected=FORM_EXPECTED,
 )
-async def form_timeout(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "timeout", [Stall(STALL), Stall(STALL)])
-
-
-@case(
-    "faults",
+_fault_case(
+    formation_fault,
     "form-429-retry-after",
-    did="summarizer answers 429 with Retry-After: 1 once",
+    "summarizer answers 429 with Retry-After: 1 once",
+    Fail(429, retry_after=1.0),
     expected=FORM_EXPECTED,
 )
-async def form_429(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "429", [Fail(429, retry_after=1.0)])
-
-
-@case("faults", "form-500", did="summarizer answers 500 on every attempt", expected=FORM_EXPECTED)
-async def form_500(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "500", [Fail(500), Fail(500)])
-
-
-@case(
-    "faults",
+_fault_case(
+    formation_fault,
+    "form-500",
+    "summarizer answers 500 on every attempt",
+    Fail(500),
+    Fail(500),
+    expected=FORM_EXPECTED,
+)
+_fault_case(
+    formation_fault,
     "form-refused",
-    did="summarizer and embedding endpoint down (connection refused) during formation, back for the catch-up",
+    "summarizer and embedding endpoint down (connection refused) during formation, back for the catch-up",
+    expected=FORM_EXPECTED,
+    down=True,
+)
+_fault_case(
+    formation_fault, "form-dropped", "summarizer drops the connection once", Drop(), expected=FORM_EXPECTED
+)
+_fault_case(
+    formation_fault, "form-empty", "summarizer answers an empty text", Reply(""), expected=FORM_EXPECTED
+)
+_fault_case(
+    formation_fault,
+    "form-template-only",
+    "summarizer answers only chat-template tokens",
+    Reply("<|im_start|>assistant<|im_end|>"),
     expected=FORM_EXPECTED,
 )
-async def form_refused(lab: Lab, scale: Scale) -> Outcome:
-    outage, recover = _restartable(lab, "summarizer")
-    return await formation_fault(lab, "refused", outage=outage, recover=recover)
-
-
-@case("faults", "form-dropped", did="summarizer drops the connection once", expected=FORM_EXPECTED)
-async def form_dropped(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "dropped", [Drop()])
-
-
-@case("faults", "form-empty", did="summarizer answers an empty text", expected=FORM_EXPECTED)
-async def form_empty(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "empty", [Reply("")])
-
-
-@case(
-    "faults", "form-template-only", did="summarizer answers only chat-template tokens", expected=FORM_EXPECTED
-)
-async def form_template_only(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "template", [Reply("<|im_start|>assistant<|im_end|>")])
-
-
-@case(
-    "faults",
+_fault_case(
+    formation_fault,
     "form-longer-than-input",
-    did="summarizer answers three times the exchange's length",
+    "summarizer answers three times the exchange's length",
+    Reply(" ".join([EXCHANGE] * 3)),
     expected=FORM_EXPECTED,
 )
-async def form_longer(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(lab, "longer", [Reply(" ".join([EXCHANGE] * 3))])
-
-
-@case(
-    "faults",
+_fault_case(
+    formation_fault,
     "form-wrong-language",
-    did="summarizer answers in French, dropping the names and numbers",
+    "summarizer answers in French, dropping the names and numbers",
+    Reply("L'utilisateur parle du déménagement de sa cousine."),
     expected=FORM_EXPECTED,
 )
-async def form_wrong_language(lab: Lab, scale: Scale) -> Outcome:
-    return await formation_fault(
-        lab, "language", [Reply("L'utilisateur parle du déménagement de sa cousine.")]
-    )

@@ -78,9 +78,9 @@ async def _check_and_recall(
         return f"cannot open: {type(exc).__name__}: {str(exc)[:100]}", []
 
 
-async def _lost_index_case(lab: Lab, scale: Scale, name: str, damage: str) -> Outcome:
+async def _lost_index(lab: Lab, scale: Scale, damage: str) -> Outcome:
     exchanges = scale.pick(20, 200)
-    env = await _deployment(lab, name, exchanges)
+    env = await _deployment(lab, damage, exchanges)
     folder = Path(env["personae_data_dir"]) / "qdrant"
     if damage == "deleted":
         shutil.rmtree(folder)
@@ -113,28 +113,29 @@ async def _lost_index_case(lab: Lab, scale: Scale, name: str, damage: str) -> Ou
     )
 
 
-@case(
-    "index",
-    "folder-deleted",
+def _lost_index_case(damage: str, *, did: str, expected: str) -> None:
+    """The case `index/folder-DAMAGE`: the folder deleted or corrupted, then start-up and a rebuild."""
+
+    async def run(lab: Lab, scale: Scale) -> Outcome:
+        return await _lost_index(lab, scale, damage)
+
+    case("index", f"folder-{damage}", did=did, expected=expected)(run)
+
+
+_lost_index_case(
+    "deleted",
     did="memories imported, personae stopped, the Qdrant Edge folder deleted; then start-up, "
     "`personae reindex`, `personae reindex --check`, a recall",
     expected="start-up says in one line that the index is missing and `personae reindex` rebuilds it; "
     "the rebuild leaves 0 drift; the memory is recalled again",
 )
-async def folder_deleted(lab: Lab, scale: Scale) -> Outcome:
-    return await _lost_index_case(lab, scale, "deleted", "deleted")
-
-
-@case(
-    "index",
-    "folder-corrupted",
+_lost_index_case(
+    "corrupted",
     did="memories imported, personae stopped, every file of the Qdrant Edge shard overwritten with "
     "garbage; then start-up, `personae reindex`, `personae reindex --check`, a recall",
     expected="start-up says in one line that the index is damaged and `personae reindex` rebuilds it "
     "(no traceback); the rebuild leaves 0 drift; the memory is recalled again",
 )
-async def folder_corrupted(lab: Lab, scale: Scale) -> Outcome:
-    return await _lost_index_case(lab, scale, "corrupted", "corrupted")
 
 
 @case(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bot.cli.output import print_table
+
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core
@@ -44,13 +46,11 @@ async def cmd_llm_config_add(args: argparse.Namespace, core: Core) -> None:
 
 
 async def cmd_llm_config_list(args: argparse.Namespace, core: Core) -> None:
-    configs = await core.llm_configs.list()
-    if not configs:
-        print("No LLM configs yet. Add one: personae llm-config add NAME MODEL [--api-base URL]")
-        return
-    print(f"{'NAME':<24} {'MODEL':<32} {'API BASE':<32} KEY ENV")
-    for c in configs:
-        print(f"{c.name:<24} {c.model:<32} {c.api_base or '-':<32} {c.api_key_env or '-'}")
+    print_table(
+        [("NAME", 24), ("MODEL", 32), ("API BASE", 32), ("KEY ENV", 0)],
+        [(c.name, c.model, c.api_base or "-", c.api_key_env or "-") for c in await core.llm_configs.list()],
+        empty="No LLM configs yet. Add one: personae llm-config add NAME MODEL [--api-base URL]",
+    )
 
 
 async def cmd_llm_config_remove(args: argparse.Namespace, core: Core) -> None:

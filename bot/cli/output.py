@@ -1,10 +1,11 @@
-"""How commands talk to the user: failures as one line, progress bars on stderr, the storage table."""
+"""How commands talk to the user: failures as one line, progress bars on stderr, listings as aligned
+tables, the storage table."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
@@ -27,6 +28,17 @@ def progress(description: str) -> Callable[[int], Callable[[int], None]]:
         return bar.update
 
     return start
+
+
+def print_table(columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[str]], *, empty: str) -> None:
+    """`rows` under their columns' names, each cell padded to its column's width (0: the last column,
+    unpadded); `empty` alone when there are no rows."""
+    if not rows:
+        print(empty)
+        return
+    widths = [width for _, width in columns]
+    for cells in ([name for name, _ in columns], *rows):
+        print(" ".join(f"{cell:<{width}}" for cell, width in zip(cells, widths, strict=True)))
 
 
 def print_stats(stats: MemoryStats) -> None:

@@ -11,7 +11,13 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot import replies
-from bot.command_options import Interaction, model_autocomplete, personality_autocomplete, user_id_of
+from bot.command_options import (
+    Interaction,
+    managed_personality,
+    model_autocomplete,
+    personality_autocomplete,
+    user_id_of,
+)
 from bot.views import SummarizerPromptModal
 from memory.errors import UserFacingError
 
@@ -70,12 +76,10 @@ class SummarizationCommands(commands.Cog):
     @app_commands.autocomplete(personality=personality_autocomplete)
     async def summarizer_prompt(self, interaction: Interaction, personality: str) -> None:
         service = self.bot.runtime.personalities
-        uid = user_id_of(interaction)
-        p = await service.get(personality)
-        service.require_manager(p, uid)
+        p = await managed_personality(interaction, personality)
 
         async def save(text: str) -> str:
-            saved = await service.set_summarizer_prompt(p.name, actor=uid, prompt=text)
+            saved = await service.set_summarizer_prompt(p.name, actor=user_id_of(interaction), prompt=text)
             if saved.summarizer_prompt is None:
                 return f"**{saved.display_name}** uses the default summarizer prompt again."
             return f"Saved **{saved.display_name}**'s summarizer prompt ({len(text.strip())} characters)."
@@ -89,9 +93,7 @@ class SummarizationCommands(commands.Cog):
     @app_commands.autocomplete(personality=personality_autocomplete)
     async def resummarize(self, interaction: Interaction, personality: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        service = self.bot.runtime.personalities
-        p = await service.get(personality)
-        service.require_manager(p, user_id_of(interaction))
+        p = await managed_personality(interaction, personality)
         memory = self.bot.runtime.memory
         stats = await memory.stats(personality_id=p.id)
         total = sum(r.memories for r in stats.rows if r.summarizer in ("verbatim", "extractive"))
