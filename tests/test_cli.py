@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -135,8 +136,12 @@ async def test_llm_config_add_list_remove(runtime: Any, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "Added LLM config 'local'" in out
     assert "local" in out and "http://127.0.0.1:8000/v1" in out and " K" in out
+    assert f"{'NAME':<24} {'MODEL':<32} {'API BASE':<32} KEY ENV\n" in out
+    assert f"{'local':<24} {'openai/qwen':<32} {'http://127.0.0.1:8000/v1':<32} K\n" in out
     await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
     assert await runtime.llm_configs.list() == []
+    await cmd_llm_config_list(parser.parse_args(["llm-config", "list"]), runtime)
+    assert capsys.readouterr().out.startswith("Removed LLM config 'local'.\nNo LLM configs yet.")
     with pytest.raises(NotFoundError):
         await cmd_llm_config_remove(parser.parse_args(["llm-config", "remove", "local"]), runtime)
 
@@ -203,3 +208,49 @@ def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None
         line = explain_connection_error(wrapped, settings)
         assert line is not None and line.startswith("Cannot reach the embedded PostgreSQL: ")
         assert str(cause) in line
+
+
+def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_path: Path) -> None:
+    """`personality import` reads a V3 PNG card, `export` writes it as V2 JSON that imports back."""
+    from tests.memory.owners.cards import SERAPHINA_V2, bomb_chunk, card_png, png, v3
+
+    url = scratch_database_url.replace("+asyncpg", "")
+    icon = "https://img.example/seraphina.png"
+    card = tmp_path / "seraphina.png"
+    card.write_bytes(
+        card_png(v3(SERAPHINA_V2, assets=[{"type": "icon", "uri": icon, "name": "main"}]), "ccv3")
+    )
+    imported = run_cli("personality", "import", str(card), "--owner", "42", database_url=url, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert "Imported V3 card 'Seraphina' as personality 'seraphina'." in imported.stdout
+    assert f"avatar: {icon}" in imported.stdout  # no host for the picture here: the card's own URL
+
+    shown = run_cli("personality", "show", "seraphina", database_url=url, cwd=tmp_path)
+    assert "owner:            42" in shown.stdout
+    assert "  Write Seraphina's next reply in a gentle fantasy roleplay." in shown.stdout
+
+    out = tmp_path / "out.json"
+    exported = run_cli("personality", "export", "seraphina", "-o", str(out), database_url=url, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    written = json.loads(out.read_text())
+    assert written["spec"] == "chara_card_v2" and written["avatar"] == icon
+    assert {k: written["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
+    to_stdout = run_cli("personality", "export", "seraphina", database_url=url, cwd=tmp_path)
+    assert json.loads(to_stdout.stdout) == written
+
+    clash = run_cli("personality", "import", str(out), database_url=url, cwd=tmp_path)
+    assert clash.returncode == 1
+    assert clash.stderr == "personae: A personality named 'seraphina' already exists; pick another name.\n"
+    copy = run_cli("personality", "import", str(out), "--name", "sera-2", database_url=url, cwd=tmp_path)
+    assert copy.returncode == 0, copy.stderr
+    again = run_cli("personality", "show", "sera-2", database_url=url, cwd=tmp_path)
+    assert again.stdout.split("system prompt:")[1] == shown.stdout.split("system prompt:")[1]
+
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(png(bomb_chunk("chara", b"zTXt")))
+    refused = run_cli("personality", "import", str(bomb), database_url=url, cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("personae: The PNG's zTXt 'chara' chunk inflates to over 5 MiB")
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    listed = run_cli("personality", "list", database_url=url, cwd=tmp_path)
+    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["sera-2", "seraphina"]

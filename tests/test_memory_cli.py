@@ -165,3 +165,60 @@ def test_two_users_in_one_channel_keep_their_own_memories(
     assert {"Alice: ab \ufffd\nLilith: ok \ufffd"} <= {m["content"] for m in alice}
     code, out, _ = run(capsys, "memory", "stats", "--personality", "lilith")
     assert "pending: 0 messages" in out
+
+
+def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user brings a character and their chat with it: the card, then the chat, then recall."""
+    from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
+    from tests.memory.owners.cards import SERAPHINA_V2
+
+    card = cli_env / "seraphina.json"
+    card.write_text(json.dumps(SERAPHINA_V2))
+    chat = cli_env / "Seraphina - 2026-11-22@16h50m00s.jsonl"
+    chat.write_text(SERAPHINA_CHAT)
+
+    code, _, err = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
+    assert code == 1
+    assert err == (
+        "personae: no personality named 'seraphina' (the chat's character): import its card first "
+        "(`personae personality import CARD`) or pass --personality NAME\n"
+    )
+    code, out, err = run(capsys, "personality", "import", str(card))
+    assert code == 0, err
+    code, _, err = run(capsys, "import", str(chat), "--format", "sillytavern")
+    assert (code, err) == (
+        1,
+        "personae: a SillyTavern chat names no user id: pass --user ID (whose history it is)\n",
+    )
+
+    code, out, err = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
+    assert code == 0, err
+    assert "messages read:   5 (5 new)" in out
+    assert "memories stored: 2" in out
+    assert "skipped lines:   3" in out  # the hidden line, the narrator, the blank line
+    code, out, _ = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
+    assert "(0 new)" in out and "memories stored: 0" in out
+
+    code, out, _ = run(
+        capsys, "recall", "Miso's white paw", "--personality", "seraphina", "--user", "555", "--json"
+    )
+    contents = [m["content"] for m in json.loads(out)["memories"]]
+    assert "Ann: Thank you. Miso has a white paw.\nSeraphina: A white paw, I'll look for it." in contents
+    code, out, _ = run(capsys, "recall", "Miso", "--personality", "seraphina", "--user", "556", "--json")
+    assert json.loads(out)["memories"] == []  # another user's history is not theirs
+
+    broken = cli_env / "broken.jsonl"
+    broken.write_text(SERAPHINA_CHAT + '{"name": "Ann", "is_user": "yes", "mes": "hi"}\n')
+    code, _, err = run(capsys, "import", str(broken), "--format", "sillytavern", "--user", "555")
+    assert (code, err) == (1, "personae: line 10: 'is_user' must be true or false\n")
+
+
+def test_a_jsonl_import_still_needs_its_personality(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["import", str(SAGE)])
+    assert exited.value.code == 2
+    assert "the following arguments are required: --personality" in capsys.readouterr().err

@@ -4,23 +4,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.cli.output import CommandError, print_stats, progress
 from bot.cli.personalities import MEMORY_MODES
 
+IMPORT_FORMATS = ("jsonl", "sillytavern")
+
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
+    from memory.formation.importer import TranscriptLine
     from memory.recall.search import RecalledMemory
 
 
 def add_commands(commands: Subcommands) -> None:
     imp = commands.add_parser("import", help="import a JSONL transcript and form its memories")
     imp.add_argument("file", type=Path, help="JSONL, one message a line: id, role, content, ...")
-    imp.add_argument("--personality", required=True, help="personality the transcript was with")
-    imp.add_argument("--user", help="user id for lines without a user_id")
+    imp.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="jsonl",
+        help="jsonl: Personae's transcript (default); sillytavern: a SillyTavern chat .jsonl",
+    )
+    imp.add_argument(
+        "--personality",
+        help="personality the transcript was with (required for jsonl; sillytavern: the chat's character)",
+    )
+    imp.add_argument("--user", help="user id for lines without a user_id (required for sillytavern)")
     imp.add_argument("--mode", choices=MEMORY_MODES, help="memory mode for this import (default: settings)")
     imp.set_defaults(handler=cmd_import, with_memory=True)
 
@@ -55,12 +68,40 @@ def add_commands(commands: Subcommands) -> None:
     worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True)
 
 
+def _read_import(args: argparse.Namespace) -> tuple[list[TranscriptLine], int, str]:
+    """The file's lines, how many were skipped, and the personality they were with."""
+    from memory.formation.importer import parse_transcript, read_transcript_text
+    from memory.formation.sillytavern import parse_sillytavern
+    from memory.owners.personality_fields import slugify
+
+    if args.format == "jsonl":
+        if args.personality is None:
+            print(
+                "personae import: error: the following arguments are required: --personality", file=sys.stderr
+            )
+            raise SystemExit(2)
+        return *parse_transcript(read_transcript_text(args.file)), args.personality
+    if args.user is None:
+        raise CommandError("a SillyTavern chat names no user id: pass --user ID (whose history it is)")
+    chat = parse_sillytavern(read_transcript_text(args.file))
+    name = args.personality or (slugify(chat.character_name) if chat.character_name else None)
+    if not name:
+        raise CommandError("the chat names no character: pass --personality NAME")
+    return chat.lines, chat.skipped, name
+
+
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.importer import read_transcript
     from memory.types import MemoryMode
 
-    lines, skipped = read_transcript(args.file)
-    personality = await runtime.personalities.get(args.personality)
+    lines, skipped, name = _read_import(args)
+    personality = await runtime.personalities.find(name)
+    if personality is None:
+        if args.format == "sillytavern" and args.personality is None:
+            raise CommandError(
+                f"no personality named {name!r} (the chat's character): import its card first "
+                "(`personae personality import CARD`) or pass --personality NAME"
+            )
+        personality = await runtime.personalities.get(name)  # its error says how to list them
     report = await runtime.importer.import_lines(
         lines,
         personality_id=personality.id,

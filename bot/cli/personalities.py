@@ -1,9 +1,13 @@
-"""`personae personality`: create and inspect personalities."""
+"""`personae personality`: create and inspect personalities, import and export character cards."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from bot.cli.output import CommandError
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
@@ -29,6 +33,17 @@ def add_commands(commands: Subcommands) -> None:
     show = pcommands.add_parser("show", help="show one personality")
     show.add_argument("name")
     show.set_defaults(handler=cmd_personality_show)
+    card_import = pcommands.add_parser(
+        "import", help="create a personality from a character card (V2 or V3, JSON or PNG)"
+    )
+    card_import.add_argument("file", type=Path, help="the card: .json, or .png with the card embedded")
+    card_import.add_argument("--name", help="the personality's name (default: the card's name)")
+    card_import.add_argument("--owner", help="owner's Discord user id")
+    card_import.set_defaults(handler=cmd_personality_import)
+    export = pcommands.add_parser("export", help="write a personality as a character card V2 (JSON)")
+    export.add_argument("name")
+    export.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+    export.set_defaults(handler=cmd_personality_export)
 
 
 async def cmd_personality_create(args: argparse.Namespace, core: Core) -> None:
@@ -71,3 +86,41 @@ async def cmd_personality_show(args: argparse.Namespace, core: Core) -> None:
     print("system prompt:")
     for line in p.system_prompt.splitlines() or [""]:
         print(f"  {line}")
+
+
+async def cmd_personality_import(args: argparse.Namespace, core: Core) -> None:
+    from memory.owners.cards import create_from_card, read_card_file
+
+    card = read_card_file(args.file)
+    # No host for the card's picture here: the card's own https avatar URL, if it names one.
+    imported = await create_from_card(
+        core.personalities,
+        card,
+        name=args.name,
+        owner_id=args.owner,
+        by_operator=True,
+        avatar_url=card.avatar_url,
+    )
+    p, prompt = imported.personality, imported.prompt
+    print(f"Imported {card.version} card {p.display_name!r} as personality {p.name!r}.")
+    print(f"prompt: {len(p.system_prompt):,} characters")
+    if prompt.examples_left_out:
+        print(
+            f"example dialogues: {prompt.examples_kept} of {prompt.examples} in the prompt "
+            "(the rest did not fit; the card keeps them)"
+        )
+    print(f"avatar: {p.avatar_url or '-'}")
+
+
+async def cmd_personality_export(args: argparse.Namespace, core: Core) -> None:
+    from memory.owners.cards import export_card
+
+    text = json.dumps(export_card(await core.personalities.get(args.name)), ensure_ascii=False, indent=2)
+    if args.output is None:
+        print(text)
+        return
+    try:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {args.output}: {exc.strerror}") from None
+    print(f"Wrote {args.output}.")

@@ -14,8 +14,15 @@ from discord.ext import commands
 
 from bot import replies
 from bot.cogs.personality_bindings import ChannelBindingCommands
+from bot.cogs.personality_cards import CardCommands
 from bot.cogs.personality_summarization import SummarizationCommands
-from bot.command_options import Interaction, model_autocomplete, personality_autocomplete, user_id_of
+from bot.command_options import (
+    Interaction,
+    managed_personality,
+    model_autocomplete,
+    personality_autocomplete,
+    user_id_of,
+)
 from bot.views import ConfirmView
 from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PROMPT_LENGTH
 
@@ -111,13 +118,10 @@ class ProfileCommands(commands.Cog):
     @app_commands.describe(personality="The personality to delete")
     @app_commands.autocomplete(personality=personality_autocomplete)
     async def delete(self, interaction: Interaction, personality: str) -> None:
-        service = self.bot.runtime.personalities
-        uid = user_id_of(interaction)
-        p = await service.get(personality)
-        service.require_manager(p, uid)
+        p = await managed_personality(interaction, personality)
 
         async def delete_it() -> str:
-            await service.delete(p.name, actor=uid)
+            await self.bot.runtime.personalities.delete(p.name, actor=user_id_of(interaction))
             # The rows are gone (cascade); this drops the personality's points from the index.
             await self.bot.runtime.memory.reindex(personality_id=p.id)
             return f"Deleted **{p.display_name}** and all of its memories and conversations."
@@ -133,6 +137,7 @@ class ProfileCommands(commands.Cog):
 class PersonalityCog(
     ChannelBindingCommands,
     SummarizationCommands,
+    CardCommands,
     ProfileCommands,
     commands.GroupCog,
     group_name="personality",

@@ -122,7 +122,7 @@ class ImportReport:
     formation: FormationReport
 
 
-def _line_error(line_no: int, error: ValidationError) -> InvalidInputError:
+def line_error(line_no: int, error: ValidationError) -> InvalidInputError:
     """The first problem of a line, in one line naming it: what the user fixes first."""
     problems = error.errors()
     missing = [str(p["loc"][0]) for p in problems if p["type"] == "missing"]
@@ -151,7 +151,7 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
         try:
             line = TranscriptLine.model_validate({**record, "line_no": line_no})
         except ValidationError as exc:
-            raise _line_error(line_no, exc) from None
+            raise line_error(line_no, exc) from None
         if line.id in seen:
             raise InvalidInputError(f"line {line_no}: id {line.id!r} appears twice in the file")
         seen.add(line.id)
@@ -173,6 +173,11 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
 
 def read_transcript(path: Path) -> tuple[list[TranscriptLine], int]:
     """Read and validate a transcript file; a file over MAX_TRANSCRIPT_BYTES is refused unread."""
+    return parse_transcript(read_transcript_text(path))
+
+
+def read_transcript_text(path: Path) -> str:
+    """A transcript file's text (of any format); a file over MAX_TRANSCRIPT_BYTES is refused unread."""
     try:
         size = path.stat().st_size
         if size > MAX_TRANSCRIPT_BYTES:
@@ -183,9 +188,11 @@ def read_transcript(path: Path) -> tuple[list[TranscriptLine], int]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InvalidInputError(f"No such file: {path}") from None
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{path} is not UTF-8 text (byte {exc.start})") from None
-    return parse_transcript(text)
+    return text
 
 
 class TranscriptImporter:

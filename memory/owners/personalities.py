@@ -1,4 +1,5 @@
-"""Personalities: create, read, update, delete; the owner rules live here, not in the cogs.
+"""Personalities: create, read, update, delete; the owner rules (personality_permissions.py) apply
+here, not in the cogs.
 
 Every change is announced to the listeners given to `subscribe` (the routing directory's cache of
 who can be addressed), right after it is committed.
@@ -7,6 +8,7 @@ who can be addressed), right after it is committed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -23,11 +25,13 @@ from memory.owners.personality_fields import (
     ModelValidator,
     check_display_name,
     check_prompt,
+    name_taken,
     parse_memory_mode,
     slugify,
     validate_avatar_url,
     validate_litellm_model,
 )
+from memory.owners.personality_permissions import PersonalityPermissions
 from memory.owners.summarizer_prompts import store_summarizer_prompt
 from memory.types import MemoryMode
 from models import LLMConfig, Personality, SystemPrompt
@@ -37,10 +41,10 @@ AUTOCOMPLETE_LIMIT = 25
 ChangeListener = Callable[[], None]
 
 
-class PersonalityService:
+class PersonalityService(PersonalityPermissions):
     """Plain-id operations on personalities, each in its own unit of work.
 
-    Only a personality's owner or a bot admin changes it; that rule lives here so the slash
+    Only a personality's owner or a bot admin changes it; that rule is checked here so the slash
     commands, the CLI and the tests share it. An actor of None is the operator (the CLI).
     """
 
@@ -54,8 +58,8 @@ class PersonalityService:
         validate_model: ModelValidator = validate_litellm_model,
         max_per_owner: int = MAX_PERSONALITIES_PER_OWNER,
     ) -> None:
+        super().__init__(admin_ids)
         self._sessionmaker = sessionmaker
-        self.admin_ids = frozenset(admin_ids)
         self.model_allow_list = tuple(model_allow_list)
         # None: anyone may create personalities; a list restricts creation to those users (and admins).
         self.creator_ids = frozenset(creator_ids) if creator_ids is not None else None
@@ -70,34 +74,6 @@ class PersonalityService:
     def _changed(self) -> None:
         for listener in self._listeners:
             listener()
-
-    # ------------------------------------------------------------------ permissions
-
-    def is_admin(self, user_id: str | None) -> bool:
-        return user_id is None or user_id in self.admin_ids
-
-    def can_manage(self, personality: Personality, user_id: str | None) -> bool:
-        return self.is_admin(user_id) or (
-            personality.owner_id is not None and personality.owner_id == user_id
-        )
-
-    def require_manager(self, personality: Personality, user_id: str | None) -> None:
-        """Raise PermissionDeniedError unless the user owns the personality or is a bot admin."""
-        if not self.can_manage(personality, user_id):
-            raise PermissionDeniedError(
-                f"Only the owner of {personality.display_name} (or a bot admin) can change it."
-            )
-
-    def require_binder(
-        self, personality: Personality, user_id: str, *, in_guild: bool, can_manage_channel: bool
-    ) -> None:
-        """Binding to a guild channel needs Manage Channels there (or bot admin).
-
-        A DM belongs to the one user in it, who may choose any personality to talk to there: that
-        choice is how a DM conversation starts, so it is not reserved to the personality's owner.
-        """
-        if in_guild and not can_manage_channel and not self.is_admin(user_id):
-            raise PermissionDeniedError("You need the Manage Channels permission in this channel to do that.")
 
     # ----------------------------------------------------------------------- models
 
@@ -133,6 +109,7 @@ class PersonalityService:
         owner_id: str | None = None,
         avatar_url: str | None = None,
         llm_config_id: int | None = None,
+        card: dict[str, Any] | None = None,
     ) -> tuple[Personality, bool]:
         """Create a personality; an existing one of that name is returned unchanged with False."""
         slug = slugify(name)
@@ -155,6 +132,7 @@ class PersonalityService:
             memory_mode=mode.value,
             owner_id=owner_id,
             avatar_url=avatar,
+            card=card,
         )
         try:
             async with self._sessionmaker.begin() as session:
@@ -195,15 +173,14 @@ class PersonalityService:
         prompt: str,
         model: str | None = None,
         avatar_url: str | None = None,
+        card: dict[str, Any] | None = None,
     ) -> Personality:
         """Create a personality owned by a user; a taken name is refused rather than returned."""
         if self.creator_ids is not None and owner_id not in self.creator_ids and not self.is_admin(owner_id):
             raise PermissionDeniedError("Creating personalities is restricted on this bot; ask an admin.")
         check_prompt(prompt, required=True)
         if await self.find(name) is not None:
-            raise InvalidInputError(
-                f"A personality named {slugify(name)!r} already exists; pick another name."
-            )
+            raise name_taken(slugify(name))
         if not self.is_admin(owner_id) and len(await self.list(owner_id=owner_id)) >= self.max_per_owner:
             raise InvalidInputError(f"You already own {self.max_per_owner} personalities, the limit.")
         choice = await self.resolve_model(model, owner_id)
@@ -215,11 +192,10 @@ class PersonalityService:
             llm_config_id=choice.llm_config_id,
             owner_id=owner_id,
             avatar_url=avatar_url,
+            card=card,
         )
         if not created:
-            raise InvalidInputError(
-                f"A personality named {personality.name!r} already exists; pick another name."
-            )
+            raise name_taken(personality.name)
         return personality
 
     async def get_detailed(self, name: str) -> Personality:

@@ -61,6 +61,11 @@ def validate_avatar_url(url: str | None) -> str | None:
     return url
 
 
+def name_taken(slug: str) -> InvalidInputError:
+    """The error for a personality name already in use."""
+    return InvalidInputError(f"A personality named {slug!r} already exists; pick another name.")
+
+
 def check_display_name(display_name: str) -> str:
     display = display_name.strip()
     if not display or len(display) > MAX_DISPLAY_NAME_LENGTH:

@@ -21,6 +21,8 @@ ORDER = {
         "info",
         "list",
         "delete",
+        "import",
+        "export",
         "memory",
         "summarizer-model",
         "summarizer-prompt",

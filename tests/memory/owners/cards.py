@@ -1,0 +1,92 @@
+"""Character cards written by the tests: V2 and V3 JSON, and PNGs that carry them as card writers do.
+
+The PNGs are real (a small RGB picture that decodes), built chunk by chunk so a test can also make the
+broken ones: a cut-off file, a bad CRC, a zip bomb in a zTXt or iTXt chunk.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import zlib
+from typing import Any
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+SERAPHINA_V2: dict[str, Any] = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Seraphina",
+        "description": "{{char}} is a guardian of the Eldoria forest who found {{user}} wounded.",
+        "personality": "caring, protective, a little teasing",
+        "scenario": "{{user}} wakes up in {{char}}'s glade.",
+        "first_mes": "*Seraphina smiles* You're awake, {{user}}.",
+        "mes_example": (
+            "<START>\n{{user}}: Who are you?\n{{char}}: I am Seraphina, keeper of this glade.\n"
+            "<START>\n{{user}}: Where am I?\n{{char}}: Safe, in Eldoria."
+        ),
+        "system_prompt": "Write {{char}}'s next reply in a gentle fantasy roleplay.",
+        "creator_notes": "Best with a long context.",
+        "post_history_instructions": "Stay gentle.",
+        "alternate_greetings": ["*Seraphina hums* Rested, {{user}}?"],
+        "tags": ["fantasy", "guardian"],
+        "creator": "tester",
+        "character_version": "1.2",
+        "extensions": {"depth_prompt": {"depth": 4, "prompt": "Remember the forest."}},
+    },
+}
+
+
+def v3(card: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """The V2 card as V3, its data changed by `changes` (assets, nickname, ...)."""
+    return {"spec": "chara_card_v3", "spec_version": "3.0", "data": {**card["data"], **changes}}
+
+
+def with_data(card: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**card, "data": {**card["data"], **changes}}
+
+
+def chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def text_chunk(keyword: str, text: bytes, kind: bytes = b"tEXt") -> bytes:
+    """A tEXt, zTXt or iTXt (compressed) chunk holding `text` under `keyword`."""
+    key = keyword.encode("latin-1") + b"\x00"
+    if kind == b"tEXt":
+        return chunk(kind, key + text)
+    if kind == b"zTXt":
+        return chunk(kind, key + b"\x00" + zlib.compress(text))
+    return chunk(kind, key + b"\x01\x00" + b"en\x00" + b"\x00" + zlib.compress(text))
+
+
+def picture(width: int = 4, height: int = 3) -> list[bytes]:
+    """The chunks of a small RGB picture: IHDR and IDAT."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    rows = b"".join(b"\x00" + bytes([200, 120, 40]) * width for _ in range(height))
+    return [chunk(b"IHDR", header), chunk(b"IDAT", zlib.compress(rows))]
+
+
+def png(*extra: bytes) -> bytes:
+    """A PNG with these chunks after its picture, as SillyTavern writes a card (before IEND)."""
+    return SIGNATURE + b"".join([*picture(), *extra, chunk(b"IEND", b"")])
+
+
+def encoded(card: dict[str, Any]) -> bytes:
+    return base64.b64encode(json.dumps(card).encode())
+
+
+def card_png(card: dict[str, Any], keyword: str = "chara", kind: bytes = b"tEXt") -> bytes:
+    return png(text_chunk(keyword, encoded(card), kind))
+
+
+def bomb_chunk(keyword: str, kind: bytes, megabytes: int = 64) -> bytes:
+    """A compressed text chunk of a few KiB that inflates to `megabytes` MiB of zeros."""
+    packer = zlib.compressobj(9)
+    block = bytes(2**20)
+    compressed = b"".join(packer.compress(block) for _ in range(megabytes)) + packer.flush()
+    key = keyword.encode() + b"\x00"
+    prefix = b"\x00" if kind == b"zTXt" else b"\x01\x00\x00\x00"
+    return chunk(kind, key + prefix + compressed)
