@@ -2,6 +2,8 @@
 
 For a personality that turned summarization on, or whose summarizer was down when its memories
 formed. Resumable: each batch is committed, and a memory the LLM summarized is not picked again.
+A memory its user pinned keeps its verbatim words beside the summary; one its user corrected is
+left as they wrote it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from sqlalchemy import select, update
+from sqlalchemy import case, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
@@ -65,11 +67,12 @@ async def resummarize(
                 Memory.personality_id == personality_id,
                 Memory.state != MemoryState.DELETED.value,
                 Memory.summarizer.in_([VERBATIM, EXTRACTIVE]),
+                Memory.edited_at.is_(None),
             )
             if after is not None:
                 query = query.where(Memory.id > after)
             memories = (await session.scalars(query.order_by(Memory.id).limit(batch))).all()
-            sources = {m.id: await _source_text(session, m, personality) for m in memories}
+            sources = {m.id: await source_text(session, m, personality) for m in memories}
         if not memories:
             return report
         after = memories[-1].id
@@ -79,30 +82,43 @@ async def resummarize(
         improved = [(m, r) for m, r in zip(memories, results, strict=True) if not r.extractive]
         if improved:
             vectors = await store.embedder.embed([r.text for _, r in improved])
+            written: set[uuid.UUID] = set()
             async with store.sessionmaker.begin() as session:
                 for memory, result in improved:
                     source = sources[memory.id]
                     misses = fidelity_misses(strip_roleplay_formatting(source), result.text)
                     keep = mode is MemoryMode.HYBRID or bool(misses)
-                    await session.execute(
+                    updated = await session.scalar(
                         update(Memory)
-                        .where(Memory.id == memory.id, Memory.state != MemoryState.DELETED.value)
+                        .where(
+                            Memory.id == memory.id,
+                            Memory.state != MemoryState.DELETED.value,
+                            # Corrected meanwhile: the user's words stay.
+                            Memory.edited_at.is_(None),
+                        )
                         .values(
                             mode=mode.value,
                             content=result.text,
-                            content_verbatim=source if keep else None,
+                            # Pinned (even since it was read): its words are kept beside the summary.
+                            content_verbatim=source
+                            if keep
+                            else case((Memory.pinned, literal(source)), else_=None),
                             summarized=True,
                             summarizer=result.summarizer,
                             fidelity_misses=misses,
                             state=MemoryState.FORMED.value,
                             embedding_model=store.embedding_model,
                         )
+                        .returning(Memory.id)
                     )
-                    report.fidelity_misses += bool(misses)
+                    if updated is not None:
+                        written.add(updated)
+                        report.fidelity_misses += bool(misses)
             await store.index_points(
                 [
                     memory_point({**point_fields(m), "content": r.text}, v)
                     for (m, r), v in zip(improved, vectors, strict=True)
+                    if m.id in written
                 ]
             )
         report.exchanges += len(memories)
@@ -112,7 +128,7 @@ async def resummarize(
             progress(len(memories))
 
 
-async def _source_text(session: AsyncSession, memory: Memory, personality: Personality) -> str:
+async def source_text(session: AsyncSession, memory: Memory, personality: Personality) -> str:
     """The exchange as it was said: kept verbatim text, else rebuilt from the message log."""
     if memory.content_verbatim:
         return memory.content_verbatim

@@ -4,17 +4,18 @@ The index finds candidates by meaning (dense) and by keyword (sparse) within the
 two lists are fused here, whatever the backend; the text then comes from Postgres, re-checking
 ownership, so a stale index entry can neither leak nor revive a forgotten memory. The exchanges
 just before and after the best memory follow it: what was said around an answer often completes it.
+Memories their user pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.recall.index import Candidates
@@ -35,6 +36,10 @@ DENSE_WEIGHT = 0.3
 # least unrelated memory. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones
 # 0.3 and up; a memory with a keyword in common is kept whatever its cosine.
 MIN_DENSE_SIMILARITY = 0.1
+# A pinned memory is recalled ahead of the others when the query is about it: it shares a word with
+# the query, or its meaning is this close (related texts score 0.2 and up against a short query with
+# the local MiniLM, unrelated ones about 0). A pin the query is not about keeps its rank, or stays away.
+PIN_MIN_SIMILARITY = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,7 @@ class RecalledMemory:
     occurred_at: datetime
     summarized: bool
     summarizer: str
+    pinned: bool = False
 
 
 def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[uuid.UUID, float]:
@@ -78,8 +84,9 @@ async def recall(
     """The user's memories of this personality that best match the query, for this venue only.
 
     Best first by fused score (`fuse`), the most recent first among equals, except that the memories
-    just before and after the best one in its conversation come right after it. The query is searched
-    as given: callers pass user text with its chat-template tokens removed.
+    just before and after the best one in its conversation come right after it, and that relevant
+    pinned memories come before all of them (`pins_first`). The query is searched as given: callers
+    pass user text with its chat-template tokens removed.
     """
     query = query.strip()
     if not query or limit <= 0:
@@ -100,11 +107,17 @@ async def recall(
     if not scores:
         return []
     best = sorted(scores, key=lambda i: -scores[i])[: limit * 2]
+    # Candidates a pin among them would be recalled first for (see PIN_MIN_SIMILARITY).
+    about = shared_words | {h.id for h in found.dense if h.score >= PIN_MIN_SIMILARITY}
     async with store.sessionmaker() as session:
         rows = (
             await session.scalars(
                 select(Memory).where(
-                    Memory.id.in_(best),
+                    # The best few, and any pin the query is about wherever it ranked: one query.
+                    or_(
+                        Memory.id.in_(best),
+                        and_(Memory.id.in_(sorted(about.difference(best))), Memory.pinned),
+                    ),
                     Memory.state != MemoryState.DELETED.value,
                     Memory.personality_id == personality_id,
                     Memory.user_id == user_id,
@@ -114,6 +127,7 @@ async def recall(
         ranked = sorted(rows, key=lambda m: (-scores[m.id], -m.occurred_at.timestamp(), m.id))
         if ranked:
             ranked = _after_first(ranked, await _neighbours(session, ranked[0]))
+    ranked = pins_first(ranked, about)
     return [
         RecalledMemory(
             id=m.id,
@@ -124,9 +138,17 @@ async def recall(
             occurred_at=m.occurred_at,
             summarized=m.summarized,
             summarizer=m.summarizer,
+            pinned=m.pinned,
         )
         for m in ranked[:limit]
     ]
+
+
+def pins_first(ranked: Sequence[Memory], about: Collection[uuid.UUID]) -> list[Memory]:
+    """The pinned memories the query is `about` moved ahead, in their order; the rest after."""
+    pins = [m for m in ranked if m.pinned and m.id in about]
+    ahead = {m.id for m in pins}
+    return pins + [m for m in ranked if m.id not in ahead]
 
 
 def _after_first(ranked: Sequence[Memory], neighbours: Sequence[Memory]) -> list[Memory]:

@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, any_, exists, func, literal, or_, select, true, union_all, update
+from sqlalchemy import and_, any_, case, delete, exists, func, literal, or_, select, true, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import ColumnElement
 
 from memory.recall.embedders import Embedder
 from memory.recall.index import PAYLOAD_FIELDS, VectorIndex
@@ -26,7 +27,7 @@ from models import Memory, Message
 
 MEMORY_ID_NAMESPACE = uuid.UUID("6f1c1a52-4e2b-4d7e-9a51-2b1f3c9e8d40")
 # What a point is made of: the id, the text (and facts) for keywords, and the payload filters need.
-POINT_FIELDS = ("id", "content", "content_verbatim", "fidelity_misses", *PAYLOAD_FIELDS)
+POINT_FIELDS = ("id", "content", "content_verbatim", "fidelity_misses", "edited_at", *PAYLOAD_FIELDS)
 # Columns a rewrite of an existing memory replaces; its identity and provenance stay.
 _REWRITTEN = (
     "mode",
@@ -57,11 +58,15 @@ def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
 
     Its keywords come from the stored text: the verbatim exchange when kept, else the content and
     the facts the summary dropped. MemoryStore re-keys every point it writes from the message log
-    (see `logged_keyword_texts`); these keywords stay only for a memory whose messages are gone.
+    (see `logged_keyword_texts`); these keywords stay only for a memory whose messages are gone, and
+    for one its user corrected: it is found by the corrected words, not by what was said.
     """
-    kept = fields.get("content_verbatim") or " ".join(
-        [fields["content"], *(fields.get("fidelity_misses") or [])]
-    )
+    if fields.get("edited_at") is not None:
+        kept = fields["content"]
+    else:
+        kept = fields.get("content_verbatim") or " ".join(
+            [fields["content"], *(fields.get("fidelity_misses") or [])]
+        )
     payload = {name: fields[name] for name in PAYLOAD_FIELDS}
     payload["occurred_at"] = fields["occurred_at"].timestamp()
     return IndexPoint(
@@ -79,6 +84,7 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
     after its date and the line said just before it in this user's thread of the conversation (their
     message or a reply to them: never another user's words; memory.recall.keywords).
     Formation, re-summarizing and reindexing all key memories here, so a rebuilt index is the same.
+    A memory its user corrected is left out: its own text keys it (`memory_point`).
     """
     sources = (
         select(
@@ -96,7 +102,7 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
                 Message.external_id == any_(Memory.source_message_ids),
             ),
         )
-        .where(Memory.id.in_(list(ids)))
+        .where(Memory.id.in_(list(ids)), Memory.edited_at.is_(None))
         .cte("sources")
     )
     firsts = (
@@ -119,6 +125,8 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
         .where(
             before.conversation_id == firsts.c.conversation_id,
             before.id < firsts.c.first_id,
+            # Words said incognito or forgotten key no memory.
+            before.memory_excluded.is_(None),
             or_(
                 before.author_id == firsts.c.user_id,
                 exists().where(answered.id == before.reply_to_id, answered.author_id == firsts.c.user_id),
@@ -166,15 +174,43 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
 
 
 def upsert_memories(rows: list[dict[str, Any]]) -> Any:  # an Insert, typed loosely for .returning()
-    """Insert the rows, or rewrite existing memories of the same id, unless they were forgotten."""
+    """Insert the rows, or rewrite existing memories of the same id, unless forgotten or corrected."""
     statement = insert(Memory).values(rows)
     excluded = statement.excluded
+    rewritten: dict[str, Any] = {column: excluded[column] for column in _REWRITTEN}
+    # A pinned memory keeps its verbatim words whatever the new shape of it drops.
+    rewritten["content_verbatim"] = case(
+        (Memory.pinned, func.coalesce(excluded.content_verbatim, Memory.content_verbatim)),
+        else_=excluded.content_verbatim,
+    )
     return statement.on_conflict_do_update(
         index_elements=[Memory.id],
-        set_={column: excluded[column] for column in _REWRITTEN} | {"updated_at": func.now()},
-        # A forgotten memory stays forgotten, even if its messages are imported again.
-        where=Memory.state != MemoryState.DELETED.value,
+        set_=rewritten | {"updated_at": func.now()},
+        # A forgotten memory stays forgotten, and a corrected one keeps its user's correction, even
+        # if their messages are imported again.
+        where=and_(Memory.state != MemoryState.DELETED.value, Memory.edited_at.is_(None)),
     )
+
+
+async def forget_rows(
+    session: AsyncSession, *conditions: ColumnElement[bool], tombstone: bool = True
+) -> list[uuid.UUID]:
+    """Forget the live memories matching the conditions, in the session's transaction; their ids.
+
+    A tombstone (the default) keeps the id with its text wiped: forming the same messages again
+    (a re-import) must not bring it back. Without one the row goes, for an exchange to be formed anew.
+    The caller drops the points from the index once committed (MemoryStore.drop_points).
+    """
+    where = and_(Memory.state != MemoryState.DELETED.value, *conditions)
+    if tombstone:
+        statement: Any = (
+            update(Memory)
+            .where(where)
+            .values(state=MemoryState.DELETED.value, content="", content_verbatim=None, fidelity_misses=[])
+        )
+    else:
+        statement = delete(Memory).where(where)
+    return list((await session.scalars(statement.returning(Memory.id))).all())
 
 
 class MemoryStore:
@@ -216,6 +252,20 @@ class MemoryStore:
                 for p in points
             ]
         )
+
+    async def rewrite_points(self, ids: Sequence[uuid.UUID]) -> None:
+        """Write these live memories' points again, re-embedded and re-keyed (their log changed)."""
+        async with self.sessionmaker() as session:
+            memories = (
+                await session.scalars(
+                    select(Memory).where(Memory.id.in_(list(ids)), Memory.state != MemoryState.DELETED.value)
+                )
+            ).all()
+        if memories:
+            vectors = await self.embedder.embed([m.content for m in memories])
+            await self.write_points(
+                [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
+            )
 
     async def index_points(self, points: list[IndexPoint]) -> None:
         """Write the points, then mark their memories indexed (unless deleted meanwhile)."""
@@ -259,23 +309,17 @@ class MemoryStore:
         memory_ids: Sequence[uuid.UUID] | None = None,
     ) -> int:
         """Delete the user's memories (all, one personality's, or the given ids); returns how many."""
-        conditions = [Memory.user_id == user_id, Memory.state != MemoryState.DELETED.value]
+        conditions = [Memory.user_id == user_id]
         if personality_id is not None:
             conditions.append(Memory.personality_id == personality_id)
         if memory_ids is not None:
             conditions.append(Memory.id.in_(list(memory_ids)))
         async with self.sessionmaker.begin() as session:
-            # A tombstone, text wiped: re-importing the same messages must not bring it back.
-            deleted = (
-                await session.scalars(
-                    update(Memory)
-                    .where(and_(*conditions))
-                    .values(
-                        state=MemoryState.DELETED.value, content="", content_verbatim=None, fidelity_misses=[]
-                    )
-                    .returning(Memory.id)
-                )
-            ).all()
-        if deleted:
-            await (await self.ready()).delete(list(deleted))
+            deleted = await forget_rows(session, *conditions)
+        await self.drop_points(deleted)
         return len(deleted)
+
+    async def drop_points(self, ids: Sequence[uuid.UUID]) -> None:
+        """Remove forgotten memories' points from the index (after their rows are committed)."""
+        if ids:
+            await (await self.ready()).delete(list(ids))

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiohttp
 import discord
@@ -56,23 +56,27 @@ class SentMessage:
         return bool(self.flags & EPHEMERAL)
 
     @property
+    def components_flat(self) -> list[dict[str, Any]]:
+        return [c for row in self.components for c in row.get("components", [])]
+
+    @property
     def buttons(self) -> list[dict[str, Any]]:
-        return [c for row in self.components for c in row.get("components", []) if c.get("type") == 2]
+        return [c for c in self.components_flat if c.get("type") == 2]
 
     def payload(self) -> dict[str, Any]:
-        return {
-            "id": str(self.id),
-            "channel_id": str(self.channel_id),
-            "type": 0,
-            "content": self.content,
-            "author": {
-                "id": str(BOT_USER_ID),
-                "username": "Personae",
-                "discriminator": "0",
-                "avatar": None,
-                "bot": True,
-            },
-            "attachments": [
+        author = {
+            "id": str(BOT_USER_ID),
+            "username": "Personae",
+            "discriminator": "0",
+            "avatar": None,
+            "bot": True,
+        }
+        return message_dict(
+            self.id,
+            channel=self.channel_id,
+            content=self.content,
+            author=author,
+            attachments=[
                 {
                     "id": str(self.id * 10 + i),
                     "filename": a.filename,
@@ -82,17 +86,35 @@ class SentMessage:
                 }
                 for i, a in enumerate(self.attachments)
             ],
-            "embeds": self.embeds,
-            "mentions": [],
-            "mention_roles": [],
-            "pinned": False,
-            "mention_everyone": False,
-            "tts": False,
-            "timestamp": "2024-01-01T00:00:00+00:00",
-            "edited_timestamp": None,
-            "flags": self.flags,
-            "components": self.components,
-        }
+            embeds=self.embeds,
+            flags=self.flags,
+            components=self.components,
+        )
+
+
+def message_dict(
+    message_id: int, *, channel: int, content: str, author: dict[str, Any], **fields: Any
+) -> dict[str, Any]:
+    """A message payload as Discord sends it; `fields` add to or replace the plain defaults."""
+    return {
+        "id": str(message_id),
+        "channel_id": str(channel),
+        "type": 0,
+        "content": content,
+        "author": author,
+        "attachments": [],
+        "embeds": [],
+        "mentions": [],
+        "mention_roles": [],
+        "pinned": False,
+        "mention_everyone": False,
+        "tts": False,
+        "timestamp": "2024-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+        "flags": 0,
+        "components": [],
+        **fields,
+    }
 
 
 @dataclass
@@ -150,6 +172,8 @@ class FakeDiscordHTTP:
         self.synced: dict[str, list[dict[str, Any]]] = {}
         self.autocomplete: dict[str, list[dict[str, Any]]] = {}
         self.modals: dict[str, dict[str, Any]] = {}
+        # (channel id, message id, emoji) of every reaction the bot added.
+        self.reactions: list[tuple[int, int, str]] = []
         self._ids = itertools.count(800000000000000001)
         self.closed = False
         # Interaction tokens Discord no longer knows: answered after its 3 s, or already gone.
@@ -213,12 +237,23 @@ class FakeDiscordHTTP:
                 del self.messages[message_id]
                 return 204, None
             return 200, message.payload()
+        if parts[0] == "channels" and parts[4:5] == ["reactions"] and method == "PUT":
+            self.reactions.append((int(parts[1]), int(parts[3]), unquote(parts[5])))
+            return 204, None
         if parts[0] == "applications" and parts[-1] == "commands" and method == "PUT":
-            # Bulk overwrite, globally or for one guild: Discord answers with the commands, ids added.
+            # Bulk overwrite, globally or for one guild: Discord answers with the commands, ids added
+            # (and an empty description for context menus, which are sent without one).
             commands = payload if isinstance(payload, list) else []
             self.synced["/".join(parts)] = commands
             return 200, [
-                {**c, "id": str(self.next_id()), "application_id": parts[1], "version": "1"} for c in commands
+                {
+                    "description": "",
+                    **c,
+                    "id": str(self.next_id()),
+                    "application_id": parts[1],
+                    "version": "1",
+                }
+                for c in commands
             ]
         raise AssertionError(f"unexpected Discord request {method} /{'/'.join(parts)}")
 
@@ -380,6 +415,35 @@ class DiscordHarness:
             payload["user"] = self.user_payload(user)
         return payload
 
+    @classmethod
+    def message_payload(
+        cls,
+        message_id: int,
+        *,
+        channel: int,
+        content: str,
+        author: int,
+        webhook: str | None = None,
+        guild: int | None = None,
+    ) -> dict[str, Any]:
+        """A message as Discord sends it: a user's, or (webhook: its name) a personality's webhook post."""
+        if webhook is None:
+            sender = cls.user_payload(author)
+        else:
+            sender = {
+                "id": str(author),
+                "username": webhook,
+                "discriminator": "0000",
+                "avatar": None,
+                "bot": True,
+            }
+        payload = message_dict(message_id, channel=channel, content=content, author=sender)
+        if webhook is not None:
+            payload["webhook_id"] = str(author)
+        if guild is not None:
+            payload["guild_id"] = str(guild)
+        return payload
+
     def _command_options(self, path: str, options: dict[str, Any], focused: str | None) -> dict[str, Any]:
         names = path.split()
         command: Any = self.tree.get_command(names[0])
@@ -447,6 +511,24 @@ class DiscordHarness:
         payload["data"] = self._command_options(path, options, focused)
         return await self._run_command(payload)
 
+    async def message_command(
+        self, name: str, target: dict[str, Any], *, user: int, guild: int | None = None
+    ) -> Invocation:
+        """Invoke the message context-menu command `name` (right-click, Apps) on `target`, a message
+        payload (`message_payload`), in its channel; Discord resolves the message into the data."""
+        channel = int(target["channel_id"])
+        payload = self._base(2, user=user, guild=guild, channel=channel, permissions=0)
+        menu = self.tree.get_command(name, type=discord.AppCommandType.message)
+        assert menu is not None, f"no message command {name!r}"
+        payload["data"] = {
+            "id": str(APP_ID + 2),
+            "name": name,
+            "type": discord.AppCommandType.message.value,
+            "target_id": target["id"],
+            "resolved": {"messages": {target["id"]: target}},
+        }
+        return await self._run_command(payload)
+
     async def _run_command(self, payload: dict[str, Any]) -> Invocation:
         interaction: discord.Interaction[Any] = discord.Interaction(data=payload, state=self.bot._connection)
         before = asyncio.all_tasks()
@@ -463,17 +545,40 @@ class DiscordHarness:
         """Press the button with this label on a message, through the bot's view store."""
         button = next((b for b in message.buttons if b.get("label") == label), None)
         assert button is not None, f"no button {label!r} on the message: {message.buttons}"
+        assert not button.get("disabled"), f"the button {label!r} is disabled: a user can't press it"
         payload = self._base(3, user=user, guild=guild, channel=message.channel_id, permissions=0)
         payload["data"] = {"custom_id": button["custom_id"], "component_type": 2}
         payload["message"] = message.payload()
         self.http.original_by_token[payload["token"]] = message.id
         return await self._dispatch(payload)
 
-    async def submit_modal(
-        self, modal: dict[str, Any], values: dict[str, str], *, user: int, guild: int | None = None
+    async def choose(
+        self, message: SentMessage, values: Sequence[str], *, user: int, guild: int | None = None
     ) -> Invocation:
-        """Submit a modal the bot sent, with these values for its text inputs (by custom id)."""
-        payload = self._base(5, user=user, guild=guild, channel=500, permissions=0)
+        """Pick these option values in the (first) select menu on a message, through the view store."""
+        menu = next((c for c in message.components_flat if c.get("type") == 3), None)
+        assert menu is not None, f"no select menu on the message: {message.components}"
+        known = {o["value"] for o in menu.get("options", [])}
+        assert set(values) <= known, f"{values} are not among the options {sorted(known)}"
+        payload = self._base(3, user=user, guild=guild, channel=message.channel_id, permissions=0)
+        payload["data"] = {"custom_id": menu["custom_id"], "component_type": 3, "values": list(values)}
+        payload["message"] = message.payload()
+        self.http.original_by_token[payload["token"]] = message.id
+        return await self._dispatch(payload)
+
+    async def submit_modal(
+        self,
+        modal: dict[str, Any],
+        values: dict[str, str],
+        *,
+        user: int,
+        guild: int | None = None,
+        message: SentMessage | None = None,
+    ) -> Invocation:
+        """Submit a modal the bot sent, with these values for its text inputs (by custom id);
+        `message`: the message whose button opened it (Discord sends it along, so it can be edited)."""
+        channel = message.channel_id if message is not None else 500
+        payload = self._base(5, user=user, guild=guild, channel=channel, permissions=0)
         payload["data"] = {
             "custom_id": modal["custom_id"],
             "components": [
@@ -481,6 +586,9 @@ class DiscordHarness:
                 for custom_id, value in values.items()
             ],
         }
+        if message is not None:
+            payload["message"] = message.payload()
+            self.http.original_by_token[payload["token"]] = message.id
         return await self._dispatch(payload)
 
     async def _dispatch(self, payload: dict[str, Any]) -> Invocation:

@@ -795,3 +795,85 @@ async def test_recall_brings_the_exchanges_around_the_best_memory(
         personality_id=p.id, user_id="u2", query="Zephyrine wedding", guild_id="g1", limit=3
     )
     assert [m.source_message_ids for m in bob] == [["b5", "b6"]]
+
+
+async def messages_of(sessionmaker: async_sessionmaker[AsyncSession]) -> dict[str, Message]:
+    async with sessionmaker() as session:
+        return {m.external_id: m for m in (await session.scalars(select(Message))).all()}
+
+
+async def test_unform_with_exclusion_forgets_the_exchange_for_good(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, index: VectorIndex
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    conversation = await add_chat(
+        sessionmaker,
+        p,
+        [
+            ("user", "I keep bees on the roof"),
+            ("user", "Their queen is called Hortensia"),
+            ("assistant", "Hortensia the queen bee!"),
+            ("user", "I also play the oboe"),
+            ("assistant", "The oboe, what a lovely sound."),
+        ],
+    )
+    await service.form_pending()
+    bees, oboe = await memories(sessionmaker)
+    assert bees.source_message_ids == ["m0", "m1", "m2"]
+    # The next exchange is keyed with the line said before it, the queen's name.
+    assert {i for i, _ in await keyword_hits(service, index, p, "Hortensia")} == {bees.id, oboe.id}
+    # By the reply alone: the whole exchange goes, the unanswered line taken into it included.
+    assert await service.unform(conversation_id=conversation, external_ids=["m2"], exclude=True) == 1
+    assert await service.unform(conversation_id=conversation, external_ids=["m2"], exclude=True) == 0
+    rows = await messages_of(sessionmaker)
+    assert {i: rows[i].memory_excluded for i in rows} == {
+        "m0": "forgotten",
+        "m1": "forgotten",
+        "m2": "forgotten",
+        "m3": None,
+        "m4": None,
+    }
+    assert all(m.memory_processed_at is not None for m in rows.values())
+    assert bees.id not in await service._store.index.ids(p.id)
+    assert {m.id: m.state for m in await memories(sessionmaker)} == {bees.id: "deleted", oboe.id: "indexed"}
+    # Forgotten words key no memory any more, not even the next one.
+    assert await keyword_hits(service, index, p, "Hortensia") == []
+    recalled = await service.recall(personality_id=p.id, user_id="u1", query="Hortensia queen bee")
+    assert bees.id not in {m.id for m in recalled}
+    # Whatever reads the log again (a catch-up, a worker) never forms it: it is excluded.
+    async with sessionmaker.begin() as session:
+        await session.execute(update(Message).values(memory_processed_at=None))
+    await service.form_pending()
+    assert {m.id: m.state for m in await memories(sessionmaker)} == {bees.id: "deleted", oboe.id: "indexed"}
+    assert await keyword_hits(service, index, p, "Hortensia") == []
+
+
+async def test_unform_without_exclusion_forms_the_exchange_anew(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, index: VectorIndex
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    conversation = await add_chat(
+        sessionmaker,
+        p,
+        [("user", "Name my new kitten"), ("assistant", "Call her Pumpernickel")],
+    )
+    await service.form_pending()
+    [before] = await memories(sessionmaker)
+    assert await service.unform(conversation_id=conversation, external_ids=["m1"], exclude=False) == 1
+    assert await memories(sessionmaker) == []  # no tombstone: the same exchange may form again
+    rows = await messages_of(sessionmaker)
+    assert [(m.memory_processed_at, m.memory_excluded) for m in rows.values()] == [(None, None)] * 2
+    assert before.id not in await service._store.index.ids(p.id)
+    # A regenerated reply replaces the old one in the log; formation forms the exchange with it.
+    async with sessionmaker.begin() as session:
+        await session.execute(
+            update(Message).where(Message.external_id == "m1").values(content="Call her Clementine")
+        )
+    report = await service.form_pending()
+    assert report.memories == 1
+    [after] = await memories(sessionmaker)
+    assert after.id == before.id and after.state == "indexed"
+    assert "Clementine" in after.content and "Pumpernickel" not in after.content
+    found = await service.recall(personality_id=p.id, user_id="u1", query="Clementine kitten")
+    assert [m.id for m in found] == [after.id]
+    assert await keyword_hits(service, index, p, "Pumpernickel") == []

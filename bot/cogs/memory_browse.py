@@ -1,0 +1,71 @@
+"""/memory browse: page through your own memories and pin, correct or forget them (part of MemoryCog).
+
+The command reads the first page and hands the rest to BrowseView (bot/browse_views.py); everything
+is private to the user, in DMs and guilds alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from discord import app_commands
+from discord.ext import commands
+
+from bot import replies
+from bot.browse_views import BrowseListing, BrowseView
+from bot.command_options import Interaction, personality_autocomplete, user_id_of
+
+if TYPE_CHECKING:
+    from bot.client import PersonaeBot
+
+MAX_QUERY_CHARS = 300
+
+
+class BrowseCommands(commands.Cog):
+    """/memory browse (a part of MemoryCog)."""
+
+    bot: PersonaeBot
+
+    @app_commands.command(
+        name="browse", description="Page through your memories to pin, correct or forget them"
+    )
+    @app_commands.describe(
+        personality="Only this personality's memories",
+        query="Best matches for this first (default: newest first)",
+    )
+    @app_commands.autocomplete(personality=personality_autocomplete)
+    async def browse(
+        self,
+        interaction: Interaction,
+        personality: str | None = None,
+        query: app_commands.Range[str, 1, MAX_QUERY_CHARS] | None = None,
+    ) -> None:
+        # A search embeds the query: it can take a moment.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        runtime = self.bot.runtime
+        uid = user_id_of(interaction)
+        p = await runtime.personalities.get_detailed(personality) if personality else None
+        personality_id = p.id if p else None
+        scope = replies.scope_of(p)
+        if query and query.strip():
+            matches = await runtime.memory.best_matches(
+                user_id=uid, query=query, personality_id=personality_id
+            )
+            listing = BrowseListing(
+                runtime.memory,
+                uid,
+                personality_id,
+                f"{scope} matching “{replies.excerpt(query, 60)}”",
+                matches,
+            )
+        else:
+            listing = BrowseListing(runtime.memory, uid, personality_id, f"{scope}, newest first")
+        view = BrowseView(listing, owner_id=interaction.user.id)
+        await view.load()
+        if not view.memories:
+            empty = (
+                "No memories match that." if listing.matches is not None else f"You have no memories {scope}."
+            )
+            await interaction.followup.send(empty, ephemeral=True)
+            return
+        await interaction.followup.send(view.content(), view=view, ephemeral=True)
