@@ -7,8 +7,9 @@ import uuid
 import pytest
 
 from memory.recall.index import Candidates
-from memory.recall.search import DENSE_WEIGHT, fuse
+from memory.recall.search import DENSE_WEIGHT, fuse, pins_first
 from memory.types import ScoredId
+from models import Memory
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
@@ -46,3 +47,16 @@ def test_fuse_with_one_side_or_none() -> None:
     assert fuse(Candidates(dense=[ScoredId(A, 1.0)], keyword=[ScoredId(A, 1.0)]), dense_weight=0.5) == {
         A: pytest.approx(1.0)
     }
+
+
+def test_pins_first_moves_only_the_pins_the_query_is_about() -> None:
+    ranked = [
+        Memory(id=A, pinned=False),
+        Memory(id=B, pinned=True),
+        Memory(id=C, pinned=True),
+        Memory(id=D, pinned=False),
+    ]
+    # C is pinned but the query is not about it: it keeps its rank; B goes first.
+    assert [m.id for m in pins_first(ranked, {A, B, D})] == [B, A, C, D]
+    assert [m.id for m in pins_first(ranked, {A, B, C})] == [B, C, A, D]
+    assert [m.id for m in pins_first(ranked, set())] == [A, B, C, D]
