@@ -1,7 +1,10 @@
 """How a personality's reply reaches a channel: through a webhook with its name and avatar, or, where
 the bot may not manage webhooks (a DM, a missing permission), as the bot's own message under the
-personality's name in bold. Model output never pings anyone. The typing indicator is best-effort:
-Discord's side effects never decide whether a message is stored or answered.
+personality's name in bold. Model output never pings anyone. A reply too long for one message goes out
+in parts; a view (the regenerate button) rides on the last part. A regenerated reply replaces the old
+one in place (`replace`): its parts are edited, extra old parts deleted, extra new parts sent. The
+typing indicator is best-effort: Discord's side effects never decide whether a message is stored or
+answered.
 """
 
 from __future__ import annotations
@@ -23,11 +26,58 @@ WebhookTarget = discord.TextChannel | discord.ForumChannel | discord.VoiceChanne
 
 
 class ReplySender(Protocol):
-    """Sends a personality's reply into a channel; returns the sent messages, in order."""
+    """Sends a personality's reply into a channel, or puts a new text in place of one it sent; returns
+    the messages of the reply, in order, `view` on the last one."""
 
     async def send(
-        self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
+        self,
+        channel: discord.abc.Messageable,
+        text: str,
+        *,
+        name: str,
+        avatar_url: str | None,
+        view: discord.ui.View | None = None,
     ) -> list[discord.Message]: ...
+
+    async def replace(
+        self,
+        channel: discord.abc.Messageable,
+        message_ids: Sequence[int],
+        text: str,
+        *,
+        name: str,
+        avatar_url: str | None,
+        view: discord.ui.View | None = None,
+    ) -> list[discord.Message]: ...
+
+
+class _PartWriter(Protocol):
+    """What `replace_parts` needs of a sender: one part sent, edited or deleted."""
+
+    async def send_part(self, content: str, view: discord.ui.View | None) -> discord.Message: ...
+
+    async def edit_part(
+        self, message_id: int, content: str, view: discord.ui.View | None
+    ) -> discord.Message: ...
+
+    async def delete_part(self, message_id: int) -> None: ...
+
+
+async def replace_parts(
+    writer: _PartWriter, message_ids: Sequence[int], parts: Sequence[str], view: discord.ui.View | None
+) -> list[discord.Message]:
+    """The new parts in place of the old messages: the first ones edited, the rest sent after them,
+    old messages left over deleted; `view` on the last part only (taken off the others)."""
+    written = []
+    for index, part in enumerate(parts):
+        last_view = view if index == len(parts) - 1 else None
+        if index < len(message_ids):
+            written.append(await writer.edit_part(message_ids[index], part, last_view))
+        else:
+            written.append(await writer.send_part(part, last_view))
+    for message_id in message_ids[len(parts) :]:
+        await writer.delete_part(message_id)
+    return written
 
 
 def plain_header(name: str) -> str:
@@ -35,23 +85,80 @@ def plain_header(name: str) -> str:
     return f"**{discord.utils.escape_markdown(name)}**\n"
 
 
-class PlainSender:
-    """The bot's own messages, the personality's name in bold (no Manage Webhooks, or a DM)."""
+class _PlainWriter:
+    def __init__(self, channel: discord.abc.Messageable) -> None:
+        self.channel = channel
+
+    async def send_part(self, content: str, view: discord.ui.View | None) -> discord.Message:
+        if view is None:
+            return await self.channel.send(content, allowed_mentions=NO_MENTIONS)
+        return await self.channel.send(content, allowed_mentions=NO_MENTIONS, view=view)
+
+    def _partial(self, message_id: int) -> discord.PartialMessage:
+        return self.channel.get_partial_message(message_id)  # type: ignore[attr-defined, no-any-return]
+
+    async def edit_part(self, message_id: int, content: str, view: discord.ui.View | None) -> discord.Message:
+        return await self._partial(message_id).edit(content=content, view=view, allowed_mentions=NO_MENTIONS)
+
+    async def delete_part(self, message_id: int) -> None:
+        await self._partial(message_id).delete()
+
+
+def webhook_name(bot_user: discord.ClientUser | None) -> str:
+    """The name of our webhook in each channel: the bot's own, so another bot's webhooks are not ours."""
+    return f"{bot_user.name} personalities" if bot_user is not None else "Personae"
+
+
+class _PartsSender:
+    """`send` and `replace` for a sender that says how it writes one part (`_writer`) and how a text
+    is cut into parts (`_parts`)."""
+
+    def _writer(self, channel: discord.abc.Messageable, *, name: str, avatar_url: str | None) -> _PartWriter:
+        raise NotImplementedError
+
+    def _parts(self, text: str, name: str) -> list[str]:
+        return split_message(text)
 
     async def send(
-        self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
+        self,
+        channel: discord.abc.Messageable,
+        text: str,
+        *,
+        name: str,
+        avatar_url: str | None,
+        view: discord.ui.View | None = None,
     ) -> list[discord.Message]:
+        return await self.replace(channel, [], text, name=name, avatar_url=avatar_url, view=view)
+
+    async def replace(
+        self,
+        channel: discord.abc.Messageable,
+        message_ids: Sequence[int],
+        text: str,
+        *,
+        name: str,
+        avatar_url: str | None,
+        view: discord.ui.View | None = None,
+    ) -> list[discord.Message]:
+        writer = self._writer(channel, name=name, avatar_url=avatar_url)
+        return await replace_parts(writer, message_ids, self._parts(text, name), view)
+
+
+class PlainSender(_PartsSender):
+    """The bot's own messages, the personality's name in bold (no Manage Webhooks, or a DM)."""
+
+    def _writer(self, channel: discord.abc.Messageable, *, name: str, avatar_url: str | None) -> _PartWriter:
+        return _PlainWriter(channel)
+
+    def _parts(self, text: str, name: str) -> list[str]:
         header = plain_header(name)
         parts = split_message(text, DISCORD_LIMIT - len(header))
-        sent = []
-        for index, part in enumerate(parts):
-            content = header + part if index == 0 else part
-            sent.append(await channel.send(content, allowed_mentions=NO_MENTIONS))
-        return sent
+        return [header + part if index == 0 else part for index, part in enumerate(parts)]
 
 
-class WebhookSender:
-    """One webhook per channel, named for the bot, reused; threads post through their parent's."""
+class WebhookSender(_PartsSender):
+    """One webhook per channel, named for the bot, reused; threads post through their parent's. A reply
+    is replaced only through the webhook that posted it (NotFound from any other)."""
 
     def __init__(self, webhook_name: str) -> None:
         self.webhook_name = webhook_name
@@ -86,36 +193,57 @@ class WebhookSender:
     def forget(self, channel_id: int) -> None:
         self._webhooks.pop(channel_id, None)
 
-    async def send(
-        self, channel: discord.abc.Messageable, text: str, *, name: str, avatar_url: str | None
-    ) -> list[discord.Message]:
+    def _writer(self, channel: discord.abc.Messageable, *, name: str, avatar_url: str | None) -> _PartWriter:
+        return _WebhookWriter(self, channel, name=name, avatar_url=avatar_url)
+
+
+class _WebhookWriter:
+    """One reply's parts through the channel's webhook (a thread's: its parent's, into the thread)."""
+
+    def __init__(
+        self, sender: WebhookSender, channel: discord.abc.Messageable, *, name: str, avatar_url: str | None
+    ) -> None:
         thread = channel if isinstance(channel, discord.Thread) else None
         parent = thread.parent if thread is not None else channel
         if parent is None:
             raise TypeError("a thread without a parent cannot take webhook messages")
-        kwargs: dict[str, Any] = {"thread": thread} if thread is not None else {}
-        sent: list[discord.Message] = []
-        for part in split_message(text):
-            for attempt in range(2):
-                webhook = await self.webhook_for(parent)  # type: ignore[arg-type]
-                try:
-                    message = await webhook.send(
-                        part,
-                        username=name[:80],
-                        avatar_url=avatar_url or discord.utils.MISSING,
-                        allowed_mentions=NO_MENTIONS,
-                        wait=True,
-                        **kwargs,
-                    )
-                except discord.NotFound:
-                    # Someone deleted our webhook: make a new one, once.
-                    self.forget(parent.id)  # type: ignore[union-attr]
-                    if attempt:
-                        raise
-                    continue
-                sent.append(message)
-                break
-        return sent
+        self.sender = sender
+        self.parent: WebhookTarget = parent  # type: ignore[assignment]
+        self.thread = thread
+        self.name = name
+        self.avatar_url = avatar_url
+
+    def _where(self) -> dict[str, Any]:
+        return {"thread": self.thread} if self.thread is not None else {}
+
+    async def send_part(self, content: str, view: discord.ui.View | None) -> discord.Message:
+        async def send(webhook: discord.Webhook) -> discord.Message:
+            return await webhook.send(
+                content,
+                username=self.name[:80],
+                avatar_url=self.avatar_url or discord.utils.MISSING,
+                allowed_mentions=NO_MENTIONS,
+                wait=True,
+                view=view or discord.utils.MISSING,
+                **self._where(),
+            )
+
+        try:
+            return await send(await self.sender.webhook_for(self.parent))
+        except discord.NotFound:
+            # Someone deleted our webhook: make a new one, once.
+            self.sender.forget(self.parent.id)
+            return await send(await self.sender.webhook_for(self.parent))
+
+    async def edit_part(self, message_id: int, content: str, view: discord.ui.View | None) -> discord.Message:
+        webhook = await self.sender.webhook_for(self.parent)
+        return await webhook.edit_message(
+            message_id, content=content, view=view, allowed_mentions=NO_MENTIONS, **self._where()
+        )
+
+    async def delete_part(self, message_id: int) -> None:
+        webhook = await self.sender.webhook_for(self.parent)
+        await webhook.delete_message(message_id, **self._where())
 
 
 async def send_notice(channel: discord.abc.Messageable, text: str) -> None:
@@ -143,15 +271,16 @@ async def send_as(
     avatar_url: str | None,
     webhook: ReplySender,
     plain: ReplySender,
+    view: discord.ui.View | None = None,
 ) -> list[discord.Message]:
     """Send as the personality: by webhook where allowed, else (or when refused) as the bot."""
     if not can_use_webhooks(channel):
-        return await plain.send(channel, text, name=name, avatar_url=avatar_url)
+        return await plain.send(channel, text, name=name, avatar_url=avatar_url, view=view)
     try:
-        return await webhook.send(channel, text, name=name, avatar_url=avatar_url)
+        return await webhook.send(channel, text, name=name, avatar_url=avatar_url, view=view)
     except discord.Forbidden:
         log.warning("Webhook refused in %s; answering as the bot", getattr(channel, "id", "?"))
-        return await plain.send(channel, text, name=name, avatar_url=None)
+        return await plain.send(channel, text, name=name, avatar_url=None, view=view)
 
 
 def sent_parts(sent: Sequence[discord.Message], text: str, *, name: str) -> list[tuple[str, str]]:

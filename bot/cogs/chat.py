@@ -2,9 +2,10 @@
 
 Thin on purpose: routing, prompts, storage and memory live in memory.chat.ChatService, the senders in
 bot.senders, the flood control in bot.flood, the catching up (pending memories, missed messages) in
-bot.catch_up. This cog turns a discord.Message into calls on them and hands the after-reply work
-(memory formation, rolling summary) to the bot's background tasks. A message is stored before anything
-Discord does (typing, sending, reacting) can fail; a failure is a short notice and a logged error.
+bot.catch_up, the 🔄 button of the latest reply in bot.regenerate. This cog turns a discord.Message into
+calls on them and hands the after-reply work (memory formation, rolling summary) to the bot's background
+tasks. A message is stored before anything Discord does (typing, sending, reacting) can fail; a failure
+is a short notice and a logged error.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from discord.ext import commands
 from bot.catch_up import MissedMessages, PendingMemories
 from bot.flood import FloodControl, flood_notice
 from bot.reactions import react_remembered
+from bot.regenerate import RegenerateButton, regenerate_view
 from bot.senders import (
     PlainSender,
     ReplySender,
@@ -26,6 +28,7 @@ from bot.senders import (
     send_notice,
     sent_parts,
     typing_if_possible,
+    webhook_name,
 )
 from bot.tasks import BackgroundTasks
 from memory.chat.routing import Route
@@ -70,22 +73,18 @@ class ChatCog(commands.Cog):
         self.settings = settings
         self.tasks = tasks
         self.flood = FloodControl(settings.cooldown_messages, settings.cooldown_seconds)
-        self.webhook_sender: ReplySender = webhook_sender or WebhookSender(self._webhook_name())
+        self.webhook_sender: ReplySender = webhook_sender or WebhookSender(webhook_name(bot.user))
         self.plain_sender: ReplySender = plain_sender or PlainSender()
         self.sessionmaker = sessionmaker
         self.pending = PendingMemories(self)
         self.missed = MissedMessages(self)
 
-    def _webhook_name(self) -> str:
-        user = self.bot.user
-        return f"{user.name} personalities" if user is not None else "Personae"
-
-    # ------------------------------------------------------------------ background work
-
     async def cog_load(self) -> None:
+        self.bot.add_dynamic_items(RegenerateButton)  # the buttons of replies sent before a restart too
         self.pending.start()
 
     async def cog_unload(self) -> None:
+        self.bot.remove_dynamic_items(RegenerateButton)
         self.pending.stop()
 
     async def catch_up(self) -> int:
@@ -169,6 +168,7 @@ class ChatCog(commands.Cog):
                 avatar_url=personality.avatar_url,
                 webhook=self.webhook_sender,
                 plain=self.plain_sender,
+                view=regenerate_view(prepared) if reply.ok else None,
             )
             if reply.ok:
                 await self.chat.record_reply(

@@ -75,6 +75,7 @@ class AfterReplyWork:
         if personality is None:
             return None
         cfg = self._models.summarizer(personality)
+        # The latest reply stays out of the summary while it can still be regenerated.
         return await self._rolling.maybe_update(
-            conversation_id, cfg=cfg, personality_name=personality.display_name
+            conversation_id, cfg=cfg, personality_name=personality.display_name, settled_only=True
         )

@@ -1,4 +1,5 @@
-"""Build a chat prompt inside a token budget: system prompt, memories, rolling summary, recent messages.
+"""Build a chat prompt inside a token budget: system prompt, who the user is (their persona), memories,
+rolling summary, recent messages.
 
 Tokens are counted with the chat model's tokenizer (memory.tokens, the one counter), never estimated
 from characters. Each message is counted once on its own; the sum
@@ -9,7 +10,7 @@ prompt is counted once more as a whole and that figure is what the result report
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memory.formation.cleaning import strip_chat_template_tokens
@@ -17,6 +18,26 @@ from memory.tokens import count_message_tokens, count_tokens, truncate_to_tokens
 
 MEMORY_HEADER = "What you remember about {user} from earlier conversations:"
 SUMMARY_HEADER = "Summary of this conversation so far:"
+PERSONA_HEADER = "Who you are talking to, as they describe themselves:"
+OTHERS_HEADER = "Others in this conversation:"
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPersona:
+    """A user's persona as the prompt shows it: `speaker` is the name their messages carry here."""
+
+    speaker: str
+    name: str
+    pronouns: str | None = None
+    about: str | None = None
+
+    def introduction(self) -> str:
+        """`Name (pronouns)`, and the name they speak under when it differs."""
+        text = _clean(self.name) + (f" ({_clean(self.pronouns)})" if self.pronouns else "")
+        if _clean(self.speaker) != _clean(self.name):
+            text += f", who writes here as {_clean(self.speaker)}"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,17 +54,25 @@ class HistoryMessage:
 class ContextBudget:
     total: int
     memories: int
+    persona: int = 0
 
     @classmethod
     def for_window(
-        cls, context_window: int, *, share: float, memory_share: float, reply_tokens: int = 0
+        cls,
+        context_window: int,
+        *,
+        share: float,
+        memory_share: float,
+        persona_share: float = 0.0,
+        reply_tokens: int = 0,
     ) -> ContextBudget:
-        """`share` of the window for the prompt, leaving room for the reply; memories get their part of it."""
+        """`share` of the window for the prompt, leaving room for the reply; memories and the persona
+        get their parts of it."""
         total = int(context_window * share)
         if reply_tokens and context_window - reply_tokens > 0:
             total = min(total, context_window - reply_tokens)
         total = max(1, total)
-        return cls(total=total, memories=int(total * memory_share))
+        return cls(total=total, memories=int(total * memory_share), persona=int(total * persona_share))
 
 
 @dataclass(slots=True)
@@ -52,6 +81,7 @@ class BuiltContext:
     tokens: int
     budget: int
     memories_used: int = 0
+    persona_used: bool = False
     summary_used: bool = False
     history_used: int = 0
     history_dropped: int = 0
@@ -71,6 +101,44 @@ def _fit_text(text: str, budget: int, model: str | None, *, keep_end: bool) -> s
     return ""
 
 
+def _clean(text: str | None) -> str:
+    return " ".join(strip_chat_template_tokens(text or "").split())
+
+
+def _persona_block(persona: PromptPersona, others: Sequence[PromptPersona], about: str | None) -> str:
+    block = f"\n\n{PERSONA_HEADER}\n{persona.introduction()}."
+    if about:
+        block += f"\nAbout them: {about}"
+    if others:
+        block += f"\n{OTHERS_HEADER} " + "; ".join(o.introduction() for o in others) + "."
+    return block
+
+
+def _fit_persona(
+    persona: PromptPersona,
+    others: Sequence[PromptPersona],
+    room: int,
+    tokens_added: Callable[[str], int],
+) -> str:
+    """The persona block within `room` tokens: other speakers are left out first (the newest kept),
+    then the "about" text is cut at a word; without room for the name itself, nothing."""
+    full = about = _clean(persona.about)
+    others = list(others)
+    while others and tokens_added(_persona_block(persona, others, about)) > room:
+        others.pop()
+    block = _persona_block(persona, others, about)
+    over = tokens_added(block) - room
+    keep = count_tokens(full)
+    while over > 0 and about:
+        # Cut by what is over (at least a token), then measure again: the cut counts with one tokenizer.
+        keep -= max(1, over)
+        cut = truncate_to_tokens(full, keep) if keep > 0 else ""
+        about = cut + ELLIPSIS if cut else ""
+        block = _persona_block(persona, others, about)
+        over = tokens_added(block) - room
+    return block if over <= 0 else ""
+
+
 def _history_message(message: HistoryMessage, *, name_speakers: bool) -> dict[str, str]:
     content = strip_chat_template_tokens(message.content)
     if message.role == "user" and name_speakers and message.author_name:
@@ -88,12 +156,15 @@ def build_context(
     budget: ContextBudget,
     model: str | None,
     name_speakers: bool = False,
+    persona: PromptPersona | None = None,
+    others: Sequence[PromptPersona] = (),
 ) -> BuiltContext:
     """The prompt for the newest message of `history` (oldest first), never over `budget.total`.
 
-    In order: the system prompt; recalled memories within `budget.memories`; the rolling summary; then
-    as many recent messages as fit, newest kept. The newest message is always included (cut from its
-    start if it alone is too long).
+    In order: the system prompt; the persona of the user answered (and the names of `others`
+    speaking here) within `budget.persona`; recalled memories within `budget.memories`; the rolling
+    summary; then as many recent messages as fit, newest kept. The newest message is always included
+    (cut from its start if it alone is too long).
     """
     if not history:
         raise ValueError("history must end with the message to answer")
@@ -112,15 +183,29 @@ def build_context(
     reserved = system_tokens + count([newest])
 
     system_text = base
+    persona_used = False
+    if persona is not None and budget.persona > 0:
+        block = _fit_persona(
+            persona,
+            others,
+            min(budget.persona, budget.total - reserved),
+            lambda block: count([{"role": "system", "content": base + block}]) - system_tokens,
+        )
+        if block:
+            system_text += block
+            persona_used = True
+            sections.append("persona")
+
+    current = count([{"role": "system", "content": system_text}])
     memories_used = 0
     if memories:
         header = "\n\n" + MEMORY_HEADER.format(user=user_name)
-        memory_budget = min(budget.memories, budget.total - reserved)
+        memory_budget = min(budget.memories, budget.total - reserved - (current - system_tokens))
         lines: list[str] = []
         for memory in memories:
             line = "\n- " + " ".join(strip_chat_template_tokens(memory).split())
             candidate = system_text + header + "".join([*lines, line])
-            if count([{"role": "system", "content": candidate}]) - system_tokens > memory_budget:
+            if count([{"role": "system", "content": candidate}]) - current > memory_budget:
                 break
             lines.append(line)
         if lines:
@@ -172,6 +257,7 @@ def build_context(
         tokens=total,
         budget=budget.total,
         memories_used=memories_used,
+        persona_used=persona_used,
         summary_used=summary_used,
         history_used=len(messages) - 1,
         history_dropped=dropped,

@@ -5,11 +5,17 @@ summary is updated cumulatively (previous summary plus the new messages, the mos
 the input must be cut). Once a summary passes its maximum size, a new row starts. Each row records
 the message range it covers. The summary is computed first and written in one short transaction that
 checks nothing moved meanwhile, so an interrupted or raced run leaves the previous summary intact.
+
+After a reply (`settled_only`), the conversation's latest reply and what came from the message it
+answers on are left for the next update: that reply can still be regenerated (memory.chat.regenerate),
+and a summary must only ever hold the answer that stays. The prompt has those messages in its recent
+history anyway, so the summary loses nothing by lagging one exchange behind.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
@@ -21,7 +27,7 @@ from memory.formation.extractive import extractive_summary
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
 from memory.tokens import count_tokens, truncate_to_tokens
-from memory.types import ModelConfig
+from memory.types import MessageRole, ModelConfig
 from models import Conversation, Message, Summary
 
 log = logging.getLogger(__name__)
@@ -58,6 +64,16 @@ def _keep_recent_lines(text: str, max_tokens: int) -> str:
     return kept.partition("\n")[2]
 
 
+def settled(messages: Sequence[Message]) -> list[Message]:
+    """`messages` (oldest first) before the latest reply's message: that reply may still be replaced."""
+    replies = [m for m in messages if m.role == MessageRole.ASSISTANT.value]
+    if not replies:
+        return list(messages)
+    latest = replies[-1]
+    bound = min(latest.id, latest.reply_to_id or latest.id)
+    return [m for m in messages if m.id < bound]
+
+
 def fallback_title(summary: str) -> str:
     """A title from the summary's first words, for when no LLM is available."""
     first = summary.strip().split("\n", 1)[0]
@@ -89,9 +105,15 @@ class RollingSummarizer:
         self.input_tokens = input_tokens
 
     async def maybe_update(
-        self, conversation_id: int, *, cfg: ModelConfig | None, personality_name: str = "the character"
+        self,
+        conversation_id: int,
+        *,
+        cfg: ModelConfig | None,
+        personality_name: str = "the character",
+        settled_only: bool = False,
     ) -> SummaryUpdate | None:
-        """Update the rolling summary if it is due; None when not due or when someone else moved first."""
+        """Update the rolling summary if it is due; None when not due or when someone else moved first.
+        settled_only: leave out the latest reply and what came from its message on (see the module doc)."""
         async with self._sessionmaker() as session:
             latest = await _latest(session, conversation_id)
             after = latest.last_message_id if latest is not None else 0
@@ -102,6 +124,8 @@ class RollingSummarizer:
                     .order_by(Message.id)
                 )
             ).all()
+        if settled_only:
+            new = settled(new)
         if len(new) < self.min_messages:
             return None
         tokens = sum(m.token_count or count_tokens(m.content) for m in new)

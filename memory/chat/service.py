@@ -6,7 +6,9 @@ The steps, in order: `store_user_message` (the message is in the log before anyt
 recall beside it and `build_prompt` within the token budget (`prepare` does these three), `generate`
 (or `stream`), then `record_reply` once the reply was sent. Who is addressed is the routing
 directory's question (memory.chat.routing); memory formation and the rolling summary run after the
-reply, off the chat path (memory.chat.after_reply), when the caller schedules `after_reply`.
+reply, off the chat path (memory.chat.after_reply), when the caller schedules `after_reply`. The turn's
+data (request, prepared prompt, reply, notices) is memory.chat.turns, and callers import it from here
+too; answering a message again, the new answer replacing the old, is memory.chat.regenerate.
 """
 
 from __future__ import annotations
@@ -14,18 +16,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
-from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, build_context
+from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, PromptPersona, build_context
+from memory.chat.regenerate import ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Route, RoutingDirectory
+from memory.chat.turns import (
+    MISCONFIGURED_REPLY,
+    NO_CHAT_MODEL,
+    UNAVAILABLE_REPLY,
+    ChatModelMissingError,
+    ChatReply,
+    ChatRequest,
+    PreparedReply,
+    clean_reply,
+    count_with,
+    reply_messages,
+)
 from memory.conversations import LoggedMessage, Venue, conversation_title, ensure_conversation, store_messages
 from memory.conversations import reset_conversation as reset_stored_conversation
 from memory.errors import InvalidInputError
@@ -33,9 +47,9 @@ from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.pending import AwaitedReplies
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
 from memory.owners.model_configs import ModelConfigResolver
-from memory.tokens import count_message_tokens
-from memory.types import MessageRole, ModelConfig
-from models import Message, Personality
+from memory.owners.personas import personas_for
+from memory.types import MessageRole
+from models import Message, Persona, Personality
 
 if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
     from memory.service import MemoryService
@@ -43,54 +57,10 @@ if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
 log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 80
+# In a shared channel, the personas of this many other recent speakers are named (name and pronouns).
+OTHER_SPEAKERS = 5
 # Without a model (nothing to answer with) the prompt is not built; this sizes nothing else.
 NO_MODEL_CONTEXT_WINDOW = 8192
-NO_CHAT_MODEL = (
-    "No chat model is configured: set CHAT_MODEL to a litellm model string, for example "
-    "CHAT_MODEL=ollama/llama3.1 (with CHAT_API_BASE=http://localhost:11434) or "
-    "CHAT_MODEL=openai/gpt-4o-mini (with CHAT_API_KEY)."
-)
-UNAVAILABLE_REPLY = "(I can't answer right now: my language model is unavailable. Please try again later.)"
-MISCONFIGURED_REPLY = (
-    "(I can't answer: my language model is misconfigured. An admin has been told in the logs.)"
-)
-
-
-class ChatModelMissingError(InvalidInputError):
-    """No chat model for this personality or the deployment."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    """One incoming message addressed to a personality."""
-
-    personality_id: int
-    user_id: str
-    user_name: str
-    guild_id: str | None
-    channel_id: str | None
-    message_id: str
-    text: str
-    created_at: datetime | None = None
-
-
-@dataclass(slots=True)
-class PreparedReply:
-    """A stored user message and, when there is a chat model, the prompt to answer it."""
-
-    request: ChatRequest
-    personality: Personality
-    conversation_id: int
-    cfg: ModelConfig | None
-    context: BuiltContext | None = None
-
-
-@dataclass(slots=True)
-class ChatReply:
-    text: str
-    ok: bool  # False: `text` is the error notice, nothing was stored for it
-    prepared: PreparedReply
-    error: str | None = None
 
 
 class ChatService:
@@ -106,6 +76,7 @@ class ChatService:
         rolling: RollingSummarizer | None = None,
         context_share: float = 0.75,
         memory_context_share: float = 0.15,
+        persona_context_share: float = 0.1,
         recall_limit: int = 5,
     ) -> None:
         self._sessionmaker = sessionmaker
@@ -116,10 +87,12 @@ class ChatService:
         self.routing = RoutingDirectory(sessionmaker)
         self.context_share = context_share
         self.memory_context_share = memory_context_share
+        self.persona_context_share = persona_context_share
         self.recall_limit = recall_limit
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
         # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
         self._awaited = memory.formation.awaited if memory is not None else AwaitedReplies()
+        self.regenerate = ReplyRegenerator(self, sessionmaker, memory=memory)
 
     @property
     def memory(self) -> MemoryService | None:
@@ -183,7 +156,7 @@ class ChatService:
                 role=MessageRole.USER,
                 content=text,
                 created_at=request.created_at or datetime.now(UTC),
-                token_count=_count(cfg, [{"role": "user", "content": text}]) if text else 0,
+                token_count=count_with(cfg, [{"role": "user", "content": text}]) if text else 0,
             )
             await store_messages(session, conversation_id, [message])
         return PreparedReply(request, personality, conversation_id, cfg)
@@ -207,7 +180,8 @@ class ChatService:
             # A broken index must not cost the reply: answer without memories.
             log.exception("Recall failed for personality %s", request.personality_id)
             return []
-        return [m.content for m in recalled]
+        # A memory of this very message's exchange (its reply being regenerated) is not recalled into it.
+        return [m.content for m in recalled if request.message_id not in m.source_message_ids]
 
     async def build_prompt(
         self, prepared: PreparedReply, recall: asyncio.Task[list[str]] | None = None
@@ -220,6 +194,7 @@ class ChatService:
             window,
             share=self.context_share,
             memory_share=self.memory_context_share,
+            persona_share=self.persona_context_share,
             reply_tokens=cfg.max_tokens if cfg else 0,
         )
         async with self._sessionmaker() as session:
@@ -233,12 +208,14 @@ class ChatService:
                     )
                 ).all()
             )
+            # Someone may have spoken after this message was stored: answer this one, with what came before.
+            while rows and rows[0].external_id != request.message_id:
+                rows.pop(0)
             summary = (
                 await summary_text(session, prepared.conversation_id) if self._rolling is not None else None
             )
-        # Someone may have spoken after this message was stored: answer this one, with what came before.
-        while rows and rows[0].external_id != request.message_id:
-            rows.pop(0)
+            others = _other_speakers(rows, request.user_id) if request.guild_id is not None else {}
+            personas = await personas_for(session, [request.user_id, *others], prepared.personality.id)
         history = [
             HistoryMessage(
                 role=m.role, content=m.content, author_name=m.author_name, token_count=m.token_count
@@ -255,6 +232,10 @@ class ChatService:
             budget=budget,
             model=cfg.model if cfg else None,
             name_speakers=request.guild_id is not None,
+            persona=_prompt_persona(personas.get(request.user_id), request.user_name),
+            others=[
+                p for i, name in others.items() if (p := _prompt_persona(personas.get(i), name)) is not None
+            ],
         )
 
     # ------------------------------------------------------------------------ the reply
@@ -300,21 +281,7 @@ class ChatService:
         Each part records the message it answers: memories follow that link, whatever order replies end in.
         """
         prepared = reply.prepared
-        personality = prepared.personality
-        now = datetime.now(UTC)
-        messages = [
-            LoggedMessage(
-                external_id=external_id,
-                author_id=f"personality:{personality.name}",
-                author_name=personality.display_name,
-                role=MessageRole.ASSISTANT,
-                content=text,
-                created_at=now,
-                token_count=_count(prepared.cfg, [{"role": "assistant", "content": text}]),
-                reply_to=prepared.request.message_id,
-            )
-            for external_id, text in parts
-        ]
+        messages = reply_messages(prepared, parts, created_at=datetime.now(UTC))
         async with self._sessionmaker.begin() as session:
             stored = await store_messages(session, prepared.conversation_id, messages)
         self._awaited.discard(prepared.request.message_id)
@@ -355,10 +322,18 @@ class ChatService:
             return await conversation_title(session, personality_id, venue)
 
 
-def _count(cfg: ModelConfig | None, messages: list[dict[str, Any]]) -> int:
-    return count_message_tokens(messages, cfg.model if cfg else None)
+def _other_speakers(rows: Sequence[Message], user_id: str) -> dict[str, str]:
+    """The other users who spoke in `rows` (newest first), most recent first: id -> name they wrote as."""
+    speakers: dict[str, str] = {}
+    for row in rows:
+        if row.role == MessageRole.USER.value and row.author_id != user_id and row.author_id not in speakers:
+            speakers[row.author_id] = row.author_name or "someone"
+            if len(speakers) == OTHER_SPEAKERS:
+                break
+    return speakers
 
 
-def clean_reply(text: str) -> str:
-    """Model output without chat-template tokens that could start a fake turn."""
-    return strip_chat_template_tokens(text).strip()
+def _prompt_persona(persona: Persona | None, speaker: str) -> PromptPersona | None:
+    if persona is None:
+        return None
+    return PromptPersona(speaker=speaker, name=persona.name, pronouns=persona.pronouns, about=persona.about)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import or_, select, text
 from sqlalchemy.dialects.postgresql import insert
@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError
 from memory.types import MemoryState, SummarizationPreference
-from models import Memory, Message, Personality, UserSettings
+from models import Memory, Message, Persona, Personality, UserSettings
 
 _UNSET: Any = object()
 
@@ -23,6 +23,29 @@ def parse_summarization(value: str) -> SummarizationPreference:
     except ValueError:
         allowed = ", ".join(p.value for p in SummarizationPreference)
         raise InvalidInputError(f"Unknown summarization setting {value!r}; use one of: {allowed}.") from None
+
+
+Scoped = TypeVar("Scoped", UserSettings, Persona)
+
+
+async def upsert_scoped(
+    session: AsyncSession,
+    model: type[Scoped],
+    user_id: str,
+    personality_id: int | None,
+    values: dict[str, Any],
+) -> Scoped:
+    """Write `values` into the user's row of a table with one global row (personality None) and one per
+    personality (a partial unique index each), created if new; the row as stored."""
+    statement = insert(model).values(user_id=user_id, personality_id=personality_id, **values)
+    columns = ["user_id"] if personality_id is None else ["user_id", "personality_id"]
+    where = text("personality_id IS NULL" if personality_id is None else "personality_id IS NOT NULL")
+    updates: dict[str, Any] = dict(values) or {"user_id": statement.excluded.user_id}
+    upsert = statement.on_conflict_do_update(index_elements=columns, index_where=where, set_=updates)
+    row_id = await session.scalar(upsert.returning(model.id))
+    row = await session.get(model, row_id, populate_existing=True)
+    assert row is not None
+    return row
 
 
 class UserSettingsService:
@@ -73,16 +96,8 @@ class UserSettingsService:
             values["summarization"] = parse_summarization(str(summarization)).value
         if allow_dm_recall_in_guilds is not None:
             values["allow_dm_recall_in_guilds"] = allow_dm_recall_in_guilds
-        statement = insert(UserSettings).values(user_id=user_id, personality_id=personality_id, **values)
-        columns = ["user_id"] if personality_id is None else ["user_id", "personality_id"]
-        where = text("personality_id IS NULL" if personality_id is None else "personality_id IS NOT NULL")
-        updates: dict[str, Any] = dict(values) or {"user_id": statement.excluded.user_id}
-        upsert = statement.on_conflict_do_update(index_elements=columns, index_where=where, set_=updates)
         async with self._sessionmaker.begin() as session:
-            row_id = await session.scalar(upsert.returning(UserSettings.id))
-            row = await session.get(UserSettings, row_id, populate_existing=True)
-        assert row is not None
-        return row
+            return await upsert_scoped(session, UserSettings, user_id, personality_id, values)
 
     async def personalities_remembering(self, user_id: str) -> Sequence[Personality]:
         """The personalities that hold at least one live memory of this user."""
@@ -104,10 +119,11 @@ class UserSettingsService:
     async def export_lines(self, *, user_id: str, personality_id: int | None = None) -> list[str]:
         """The user's memories as JSONL in the shape `personae import` reads.
 
-        One line per source message (id, role, content, timestamp, author, user_id, channel_id,
-        guild_id, and reply_to on a reply); the last line of each exchange also carries the memory:
-        its stored text, mode, summarizer and provenance. A memory whose messages are gone is one user
-        line of its text.
+        First the user's personas (a `persona` line each: the global one and those of the exported
+        personalities), then one line per source message (id, role, content, timestamp, author,
+        user_id, channel_id, guild_id, and reply_to on a reply); the last line of each exchange also
+        carries the memory: its stored text, mode, summarizer and provenance. A memory whose messages
+        are gone is one user line of its text.
         """
         query = (
             select(Memory, Personality.name)
@@ -118,6 +134,7 @@ class UserSettingsService:
             query = query.where(Memory.personality_id == personality_id)
         lines: list[str] = []
         async with self._sessionmaker() as session:
+            lines.extend(await _persona_lines(session, user_id, personality_id))
             rows = (await session.execute(query.order_by(Memory.occurred_at, Memory.id))).all()
             wanted = {m.conversation_id for m, _ in rows if m.conversation_id is not None}
             source_ids = {i for m, _ in rows for i in m.source_message_ids}
@@ -182,3 +199,29 @@ class UserSettingsService:
                 }
                 lines.extend(json.dumps(r, ensure_ascii=False) for r in records)
         return lines
+
+
+async def _persona_lines(session: AsyncSession, user_id: str, personality_id: int | None) -> list[str]:
+    """The user's personas as export lines: all of them, or the global one and that personality's."""
+    query = (
+        select(Persona, Personality.name)
+        .outerjoin(Personality, Personality.id == Persona.personality_id)
+        .where(Persona.user_id == user_id)
+        .order_by(Persona.personality_id.is_not(None), Personality.name)
+    )
+    if personality_id is not None:
+        query = query.where(or_(Persona.personality_id.is_(None), Persona.personality_id == personality_id))
+    return [
+        json.dumps(
+            {
+                "persona": {
+                    "personality": personality_name,
+                    "name": persona.name,
+                    "pronouns": persona.pronouns,
+                    "about": persona.about,
+                }
+            },
+            ensure_ascii=False,
+        )
+        for persona, personality_name in (await session.execute(query)).all()
+    ]

@@ -95,3 +95,35 @@ def test_sent_parts_keep_a_reply_that_begins_with_a_bold_line() -> None:
     assert sent_parts([as_the_bot], "**Plan:**\nWater the tomatoes", name="Lilith") == [
         ("4", "**Plan:**\nWater the tomatoes")
     ]
+
+
+async def test_webhook_sender_replaces_a_reply_in_a_thread_part_by_part() -> None:
+    ids: list[int] = []
+    webhook = fake_webhook(ids)
+    webhook.edit_message = AsyncMock(side_effect=lambda message_id, **kwargs: MagicMock(id=message_id))
+    webhook.delete_message = AsyncMock()
+    parent = MagicMock(spec=discord.TextChannel)
+    parent.id = 30
+    parent.webhooks = AsyncMock(return_value=[webhook])
+    thread = MagicMock(spec=discord.Thread)
+    thread.id = 31
+    thread.parent = parent
+    view = discord.ui.View()
+    sender = WebhookSender("TestBot personalities")
+    # Three old parts, one new: the first edited (the view on it), the other two deleted, in the thread.
+    replaced = await sender.replace(
+        thread, [1, 2, 3], "Short now.", name="Lilith", avatar_url=None, view=view
+    )
+    assert [m.id for m in replaced] == [1]
+    [edit] = webhook.edit_message.await_args_list
+    assert edit.args == (1,) and edit.kwargs["content"] == "Short now."
+    assert edit.kwargs["view"] is view and edit.kwargs["thread"] is thread
+    assert [c.args for c in webhook.delete_message.await_args_list] == [(2,), (3,)]
+    assert all(c.kwargs["thread"] is thread for c in webhook.delete_message.await_args_list)
+    # One old part, three new: the first edited without the view, two sent after it, the view on the last.
+    webhook.edit_message.reset_mock()
+    replaced = await sender.replace(thread, [1], "x" * 4500, name="Lilith", avatar_url=None, view=view)
+    assert len(replaced) == 3 and webhook.edit_message.await_args.kwargs["view"] is None
+    sends = webhook.send.await_args_list
+    assert [c.kwargs.get("view") for c in sends] == [discord.utils.MISSING, view]
+    assert all(c.kwargs["thread"] is thread and c.kwargs["username"] == "Lilith" for c in sends)

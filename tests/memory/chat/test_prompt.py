@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from memory.chat.prompt import ContextBudget, HistoryMessage, build_context
+from memory.chat.prompt import (
+    ELLIPSIS,
+    PERSONA_HEADER,
+    ContextBudget,
+    HistoryMessage,
+    PromptPersona,
+    build_context,
+)
 from memory.tokens import count_message_tokens
 
 MODEL = "openai/gpt-4o-mini"
@@ -137,3 +144,73 @@ def test_speakers_named_in_shared_channels() -> None:
         name_speakers=True,
     )
     assert built.messages[-1]["content"] == "Bob: hello"
+
+
+ALICE = PromptPersona(speaker="alice99", name="Alice", pronouns="she/her", about="A cartographer from Porto.")
+
+
+def test_persona_comes_after_the_system_prompt_and_before_memories() -> None:
+    built = build_context(
+        system_prompt="You are Lilith.",
+        user_name="alice99",
+        memories=["alice99 has a dog called Biscuit."],
+        summary="They talked about the harbour.",
+        history=history(4),
+        budget=ContextBudget(total=4000, memories=600, persona=300),
+        model=MODEL,
+        persona=ALICE,
+    )
+    system = built.messages[0]["content"]
+    assert built.sections == ["system", "persona", "memories", "summary", "history"] and built.persona_used
+    assert "Alice (she/her), who writes here as alice99." in system
+    assert "About them: A cartographer from Porto." in system
+    assert system.index("You are Lilith.") < system.index(PERSONA_HEADER) < system.index("Biscuit")
+    assert built.tokens == count(built.messages) <= 4000
+
+
+def test_a_long_about_is_cut_within_the_persona_share() -> None:
+    about = "She maps every river she crosses and names the bends after her aunts. " * 40
+    persona = PromptPersona(speaker="Alice", name="Alice", about=about)
+    base = count([{"role": "system", "content": "You are Lilith."}])
+    for share in (40, 80, 160):
+        built = build_context(
+            system_prompt="You are Lilith.",
+            user_name="Alice",
+            memories=[],
+            summary=None,
+            history=history(2),
+            budget=ContextBudget(total=3000, memories=0, persona=share),
+            model=MODEL,
+            persona=persona,
+        )
+        system = built.messages[0]["content"]
+        assert count([built.messages[0]]) - base <= share
+        assert "About them: She maps every river" in system and system.endswith(ELLIPSIS)
+        assert ", who writes here as" not in system  # the name they write under is their persona's
+
+
+def test_other_speakers_go_first_then_the_about_then_the_persona() -> None:
+    others = [PromptPersona(speaker=f"user{i}", name=f"Guest {i}", pronouns="they/them") for i in range(5)]
+
+    def built(share: int) -> str:
+        return build_context(
+            system_prompt="You are Sage.",
+            user_name="alice99",
+            memories=[],
+            summary=None,
+            history=history(2),
+            budget=ContextBudget(total=3000, memories=0, persona=share),
+            model=MODEL,
+            persona=ALICE,
+            others=others,
+        ).messages[0]["content"]
+
+    roomy = built(500)
+    assert "Others in this conversation: Guest 0 (they/them), who writes here as user0;" in roomy
+    assert "Guest 4" in roomy and "A cartographer from Porto." in roomy
+    fewer = built(60)  # the most recent other speakers are kept, the about stays whole
+    assert "Guest 0" in fewer and "Guest 4" not in fewer and "A cartographer from Porto." in fewer
+    tight = built(30)
+    assert "Guest 0" not in tight and "About them: A cartographer" in tight and tight.endswith(ELLIPSIS)
+    assert "Alice (she/her)" in tight
+    assert PERSONA_HEADER not in built(5)  # no room even for the name: no persona at all

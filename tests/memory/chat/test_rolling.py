@@ -233,3 +233,53 @@ async def test_extractive_without_a_model(
 def test_fallback_title() -> None:
     assert fallback_title("Alice planned a trip to Porto. Then more.") == "Alice planned a trip to Porto"
     assert len(fallback_title("word " * 100)) <= 80
+
+
+async def exchanges(
+    sessionmaker: async_sessionmaker[AsyncSession], conversation: int, lines: list[str]
+) -> None:
+    """User lines and the replies to them, alternating, each reply linked to the line it answers."""
+    messages = []
+    for i, line in enumerate(lines):
+        n = next(counter)
+        user = i % 2 == 0
+        messages.append(
+            LoggedMessage(
+                external_id=f"x{n}",
+                author_id="3" if user else "personality:lilith",
+                author_name="Alice" if user else "Lilith",
+                role=MessageRole.USER if user else MessageRole.ASSISTANT,
+                content=line,
+                created_at=T0 + timedelta(minutes=n),
+                token_count=15,
+                reply_to=None if user else messages[-1].external_id,
+            )
+        )
+    async with sessionmaker.begin() as session:
+        await store_messages(session, conversation, messages)
+
+
+async def test_after_a_reply_the_latest_exchange_waits_for_the_next_update(
+    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+) -> None:
+    """The latest reply may still be regenerated: a summary holds only answers that stay."""
+    summarizer = rolling(sessionmaker, llm, min_messages=2, threshold_tokens=1)
+    await exchanges(sessionmaker, conversation, LINES[:6])
+    first = await summarizer.maybe_update(conversation, cfg=cfg, settled_only=True)
+    assert first is not None and first.message_count == 4
+    async with sessionmaker() as session:
+        ids = list(
+            (
+                await session.scalars(
+                    select(Message.id).where(Message.conversation_id == conversation).order_by(Message.id)
+                )
+            ).all()
+        )
+    assert (first.first_message_id, first.last_message_id) == (ids[0], ids[3])
+    summarized = llm_server.requests[-2]["messages"][-1]["content"]  # the title request comes last
+    assert LINES[3] in summarized and LINES[4] not in summarized and LINES[5] not in summarized
+    # Nothing new but the held-back exchange: not due. Once a newer reply exists, it goes in.
+    assert await summarizer.maybe_update(conversation, cfg=cfg, settled_only=True) is None
+    await exchanges(sessionmaker, conversation, LINES[6:8])
+    second = await summarizer.maybe_update(conversation, cfg=cfg, settled_only=True)
+    assert second is not None and second.last_message_id == ids[5]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
 from memory.chat.rolling import summary_text
 from memory.chat.routing import RouteReason
@@ -21,42 +20,11 @@ from memory.conversations import Venue, reset_conversation
 from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver
 from memory.tokens import count_message_tokens
-from models import LLMConfig, Message, Personality
+from models import Personality
 from testkit.llm_server import Fail, LLMTestServer
 from tests.memory.chat.memories import remembered
-
-counter = iter(range(10_000, 1_000_000))
-
-
-def request(personality: Personality, text: str, **kwargs: Any) -> ChatRequest:
-    values: dict[str, Any] = {
-        "personality_id": personality.id,
-        "user_id": "1001",
-        "user_name": "Alice",
-        "guild_id": "500",
-        "channel_id": "600",
-        "message_id": str(next(counter)),
-        "text": text,
-    }
-    values.update(kwargs)
-    return ChatRequest(**values)
-
-
-@pytest.fixture
-async def lilith(runtime: Any) -> Personality:
-    personality, _ = await runtime.personalities.create("Lilith", prompt="You are Lilith, a librarian.")
-    return personality
-
-
-async def stored(runtime: Any, conversation_id: int) -> list[Message]:
-    async with runtime.sessionmaker() as session:
-        return list(
-            (
-                await session.scalars(
-                    select(Message).where(Message.conversation_id == conversation_id).order_by(Message.id)
-                )
-            ).all()
-        )
+from tests.memory.chat.turns import request, stored
+from tests.memory.chat.windows import use_small_window
 
 
 async def test_reply_is_stored_after_the_user_message(
@@ -115,23 +83,7 @@ async def test_model_output_is_cleaned_of_chat_template_tokens(
 async def test_prompt_stays_within_a_small_context_window(
     runtime: Any, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PERSONAE_TEST_KEY", "test")
-    async with runtime.sessionmaker.begin() as session:
-        config = LLMConfig(
-            name="tiny",
-            model="openai/test-chat",
-            api_base=llm_server.base_url,
-            api_key_env="PERSONAE_TEST_KEY",
-            temperature=0.5,
-            max_tokens=64,
-            timeout=5.0,
-            context_window=400,
-        )
-        session.add(config)
-        await session.flush()
-        personality = await session.get(Personality, lilith.id)
-        assert personality is not None
-        personality.chat_llm_config_id = config.id
+    await use_small_window(runtime, lilith, llm_server, monkeypatch, window=400)
     llm_server.responder = lambda body: "A fairly long answer about maps, rivers and old castles. " * 3
     for i in range(25):
         reply = await runtime.chat.reply(request(lilith, f"Message {i}: tell me about the northern maps."))
@@ -208,7 +160,9 @@ async def test_personality_changes_reach_routing_at_once(runtime: Any, lilith: P
 async def test_reset_clears_summary_and_title(runtime: Any, lilith: Personality) -> None:
     runtime.chat._rolling.threshold_tokens = 1
     runtime.chat._rolling.min_messages = 2
-    reply = await runtime.chat.reply(request(lilith, "We planned a trip to the castle on Friday."))
+    await runtime.chat.reply(request(lilith, "We planned a trip to the castle on Friday."))
+    # The latest reply stays out of the summary while it can be regenerated: the next one lets it in.
+    reply = await runtime.chat.reply(request(lilith, "And the lighthouse on Saturday."))
     report = await runtime.chat.after_reply(reply.prepared.conversation_id)
     assert report.summary is not None and report.summary.title
     where = {"personality_id": lilith.id, "guild_id": "500", "channel_id": "600", "user_id": "1001"}

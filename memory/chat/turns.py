@@ -1,0 +1,95 @@
+"""One turn of a chat as it flows through the chat service: the request, the prepared prompt, the reply,
+the notices shown when there is no reply, and the reply's rows as the message log stores them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memory.chat.prompt import BuiltContext
+from memory.conversations import LoggedMessage
+from memory.errors import InvalidInputError
+from memory.formation.cleaning import strip_chat_template_tokens
+from memory.tokens import count_message_tokens
+from memory.types import MessageRole, ModelConfig
+from models import Personality
+
+NO_CHAT_MODEL = (
+    "No chat model is configured: set CHAT_MODEL to a litellm model string, for example "
+    "CHAT_MODEL=ollama/llama3.1 (with CHAT_API_BASE=http://localhost:11434) or "
+    "CHAT_MODEL=openai/gpt-4o-mini (with CHAT_API_KEY)."
+)
+UNAVAILABLE_REPLY = "(I can't answer right now: my language model is unavailable. Please try again later.)"
+MISCONFIGURED_REPLY = (
+    "(I can't answer: my language model is misconfigured. An admin has been told in the logs.)"
+)
+
+
+class ChatModelMissingError(InvalidInputError):
+    """No chat model for this personality or the deployment."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One incoming message addressed to a personality."""
+
+    personality_id: int
+    user_id: str
+    user_name: str
+    guild_id: str | None
+    channel_id: str | None
+    message_id: str
+    text: str
+    created_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class PreparedReply:
+    """A stored user message and, when there is a chat model, the prompt to answer it."""
+
+    request: ChatRequest
+    personality: Personality
+    conversation_id: int
+    cfg: ModelConfig | None
+    context: BuiltContext | None = None
+
+
+@dataclass(slots=True)
+class ChatReply:
+    text: str
+    ok: bool  # False: `text` is the error notice, nothing was stored for it
+    prepared: PreparedReply
+    error: str | None = None
+
+
+def count_with(cfg: ModelConfig | None, messages: list[dict[str, Any]]) -> int:
+    """Tokens of `messages` for the chat model (or the default counter without one)."""
+    return count_message_tokens(messages, cfg.model if cfg else None)
+
+
+def clean_reply(text: str) -> str:
+    """Model output without chat-template tokens that could start a fake turn."""
+    return strip_chat_template_tokens(text).strip()
+
+
+def reply_messages(
+    prepared: PreparedReply, parts: Sequence[tuple[str, str]], *, created_at: datetime
+) -> list[LoggedMessage]:
+    """The reply's parts, (external id, text) each, as the log stores them: each records the message
+    it answers, so memories follow that link whatever order replies end in."""
+    personality = prepared.personality
+    return [
+        LoggedMessage(
+            external_id=external_id,
+            author_id=f"personality:{personality.name}",
+            author_name=personality.display_name,
+            role=MessageRole.ASSISTANT,
+            content=text,
+            created_at=created_at,
+            token_count=count_with(prepared.cfg, [{"role": "assistant", "content": text}]),
+            reply_to=prepared.request.message_id,
+        )
+        for external_id, text in parts
+    ]

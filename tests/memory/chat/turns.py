@@ -1,0 +1,37 @@
+"""Chat turns as the tests make and read them: a request to a personality (a fresh message id each),
+and a conversation's message log as stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from memory.chat.service import ChatRequest
+from models import Message, Personality
+
+counter = iter(range(10_000, 1_000_000))
+
+
+def request(personality: Personality, text: str, **kwargs: Any) -> ChatRequest:
+    """Alice's message in a guild channel, unless kwargs say otherwise."""
+    values: dict[str, Any] = {
+        "personality_id": personality.id,
+        "user_id": "1001",
+        "user_name": "Alice",
+        "guild_id": "500",
+        "channel_id": "600",
+        "message_id": str(next(counter)),
+        "text": text,
+    }
+    values.update(kwargs)
+    return ChatRequest(**values)
+
+
+async def stored(runtime: Any, conversation_id: int, *, role: str | None = None) -> list[Message]:
+    """The conversation's messages (of one role, when given), oldest first."""
+    query = select(Message).where(Message.conversation_id == conversation_id)
+    if role is not None:
+        query = query.where(Message.role == role)
+    async with runtime.sessionmaker() as session:
+        return list((await session.scalars(query.order_by(Message.id))).all())
