@@ -14,8 +14,13 @@ from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 
-# The cogs with slash commands; the chat cog listens to messages and publishes none.
-SLASH_COMMAND_EXTENSIONS: tuple[str, ...] = ("bot.cogs.memory", "bot.cogs.personality")
+# The cogs with slash commands (and context menus); the chat cog listens to messages and publishes none.
+SLASH_COMMAND_EXTENSIONS: tuple[str, ...] = (
+    "bot.cogs.memory",
+    "bot.cogs.personality",
+    "bot.cogs.persona",
+    "bot.cogs.message_actions",
+)
 EXTENSIONS: tuple[str, ...] = (*SLASH_COMMAND_EXTENSIONS, "bot.cogs.chat")
 
 

@@ -10,6 +10,7 @@ from memory.types import MemoryMode
 if TYPE_CHECKING:
     from memory.formation.forming import FormationReport
     from memory.formation.stats import MemoryStats
+    from memory.owners.incognito import IncognitoSpan
     from memory.recall.search import RecalledMemory
     from memory.types import ModelConfig
     from models import LLMConfig, Personality, UserSettings
@@ -75,6 +76,50 @@ def overall_status(general: UserSettings | None, stats: MemoryStats) -> str:
         *_storage_lines(stats),
     ]
     return "\n".join(lines)
+
+
+def _until(span: IncognitoSpan) -> str:
+    if span.ends_at is None:
+        return "until you turn it off"
+    at = int(span.ends_at.timestamp())
+    return f"until <t:{at}:f> (<t:{at}:R>)"  # Discord shows these in the reader's time zone
+
+
+def _incognito_scope(span: IncognitoSpan) -> str:
+    return f"with **{span.personality_name}**" if span.personality_name else "with every personality"
+
+
+def incognito_status(spans: Sequence[IncognitoSpan]) -> str:
+    """The /memory status line: which incognito spans are on, and until when."""
+    if not spans:
+        return "Incognito: off"
+    return "Incognito: on " + "; on ".join(f"{_incognito_scope(s)}, {_until(s)}" for s in spans)
+
+
+def incognito_started(span: IncognitoSpan, reaction: str) -> str:
+    who = f"**{span.personality_name}**" if span.personality_name else "Every personality"
+    return (
+        f"Incognito is on {_incognito_scope(span)}, {_until(span)}. {who} still answers you and follows "
+        "the conversation, but nothing you say from now on becomes a memory, and no "
+        f"{reaction} appears on your messages. `/memory incognito state: off` ends it."
+    )
+
+
+def incognito_stopped(p: Personality | None, ended: int, still: IncognitoSpan | None) -> str:
+    """After /memory incognito off; `still`: a span for every personality that naming `p` left on."""
+    if ended:
+        text = (
+            f"Incognito is off {scope_of(p)}: what you say from now on can become memories again. "
+            "What you said while incognito never will."
+        )
+    else:
+        text = f"Incognito was not on {scope_of(p)}."
+    if still is not None:
+        text += (
+            f" It is still on {_incognito_scope(still)}, {_until(still)}: "
+            "`/memory incognito state: off` without a personality ends it."
+        )
+    return text
 
 
 def settings_shown(p: Personality | None, row: UserSettings | None) -> str:

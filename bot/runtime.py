@@ -22,9 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.settings import BotSettings
 from memory.owners.bindings import BindingService
+from memory.owners.incognito import IncognitoService
 from memory.owners.llm_configs import LLMConfigService
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
+from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
@@ -52,6 +54,8 @@ class Core:
     llm_configs: LLMConfigService
     user_settings: UserSettingsService
     bindings: BindingService
+    incognito: IncognitoService
+    personas: PersonaService
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ def build_core(
         llm_configs=LLMConfigService(sessionmaker, admin_ids=settings.admin_ids),
         user_settings=UserSettingsService(sessionmaker),
         bindings=BindingService(sessionmaker),
+        incognito=IncognitoService(sessionmaker),
+        personas=PersonaService(sessionmaker),
     )
 
 

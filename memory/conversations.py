@@ -1,6 +1,7 @@
 """Conversations and the message log: stored first, idempotently, before anything acts on them, each
-reply linked to the user message it answers, text made storable on the way in; and the one reset of a
-conversation (its rolling summary and title; the log and long-term memories stay)."""
+reply linked to the user message it answers, text made storable on the way in, and what a user said
+while incognito marked so it never becomes a memory; and the one reset of a conversation (its rolling
+summary and title; the log and long-term memories stay)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    SQLColumnExpression,
+    and_,
+    any_,
+    delete,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from memory.types import MessageRole
-from models import Conversation, Message, Summary
+from models import Conversation, IncognitoSession, Message, Summary
+
+# messages.memory_excluded of a message its author said while incognito.
+INCOGNITO = "incognito"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +86,8 @@ class LoggedMessage:
 
     `reply_to` is, for a reply, the external id of the user message it answers (in the same
     conversation); None on a user message, and on a reply that leaves the choice to `store_messages`.
+    `excluded`: never part of a memory, nor context of one (said incognito, or forgotten; read back
+    from the log, see `messages.memory_excluded`).
     """
 
     external_id: str
@@ -78,6 +98,7 @@ class LoggedMessage:
     created_at: datetime
     token_count: int = 0
     reply_to: str | None = None
+    excluded: bool = False
 
     @classmethod
     def of(cls, message: Message, reply_to: str | None = None) -> LoggedMessage:
@@ -91,6 +112,7 @@ class LoggedMessage:
             created_at=message.created_at,
             token_count=message.token_count,
             reply_to=reply_to,
+            excluded=message.memory_excluded is not None,
         )
 
 
@@ -116,6 +138,11 @@ async def store_messages(
     Each new reply is linked to the user message it answers: the one its `reply_to` names, else the
     nearest user message before it (in `messages`, then in the stored log). A reply that answers no
     stored user message (none before it, or `reply_to` naming none) is stored unlinked.
+
+    Every path that stores (chat, catch-up, import) comes here, so this is where exclusions are set, in
+    the same transaction: a new user message said while its author was incognito with the
+    conversation's personality (a span of theirs covers its time), and a new reply to an excluded
+    message, are marked like it.
     """
     if not messages:
         return 0
@@ -143,7 +170,55 @@ async def store_messages(
         )
         new.update({external_id: row_id for external_id, row_id in await session.execute(statement)})
     await _link_replies(session, conversation_id, messages, new)
+    await _mark_excluded(session, conversation_id, messages, new)
     return len(new)
+
+
+def incognito_span_covers(at: SQLColumnExpression[datetime] | datetime) -> ColumnElement[bool]:
+    """An `incognito_sessions` row whose span covers the time `at`: from its start to the earlier of
+    its ends_at and ended_at (with neither, it is still on)."""
+    end = func.least(IncognitoSession.ends_at, IncognitoSession.ended_at)  # NULLs are ignored
+    return and_(IncognitoSession.started_at <= at, or_(end.is_(None), end > at))
+
+
+async def _mark_excluded(
+    session: AsyncSession, conversation_id: int, messages: Sequence[LoggedMessage], new: dict[str, int]
+) -> None:
+    """Mark the new user messages said incognito, then the new replies to any excluded message; one
+    set-based UPDATE each (by the new rows' ids), however many messages came in."""
+    roles = {m.external_id: m.role for m in messages}
+    users = [row_id for external_id, row_id in new.items() if roles[external_id] is MessageRole.USER]
+    replies = [row_id for external_id, row_id in new.items() if roles[external_id] is MessageRole.ASSISTANT]
+    if users:
+        personality = select(Conversation.personality_id).where(Conversation.id == conversation_id)
+        await session.execute(
+            update(Message)
+            .where(
+                Message.id == any_(literal(users, ARRAY(BigInteger))),
+                Message.memory_excluded.is_(None),
+                exists().where(
+                    IncognitoSession.user_id == Message.author_id,
+                    or_(
+                        IncognitoSession.personality_id.is_(None),
+                        IncognitoSession.personality_id == personality.scalar_subquery(),
+                    ),
+                    incognito_span_covers(Message.created_at),
+                ),
+            )
+            .values(memory_excluded=INCOGNITO)
+        )
+    if replies:
+        answered = aliased(Message)
+        await session.execute(
+            update(Message)
+            .where(
+                Message.id == any_(literal(replies, ARRAY(BigInteger))),
+                Message.memory_excluded.is_(None),
+                answered.id == Message.reply_to_id,
+                answered.memory_excluded.is_not(None),
+            )
+            .values(memory_excluded=answered.memory_excluded)
+        )
 
 
 async def _link_replies(

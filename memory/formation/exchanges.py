@@ -3,12 +3,14 @@
 An exchange is built from the reply links (`LoggedMessage.reply_to`), not from adjacency: a user's
 message, the replies that answer it, and that user's earlier messages that got no reply of their own.
 In a shared channel other users' lines in between are context only, never part of the exchange.
+An excluded message (said incognito, or forgotten) and the replies to it are in no exchange and no
+exchange's context: they are left out, to be marked done without a memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -96,6 +98,8 @@ class Grouping:
     orphans: list[LoggedMessage]
     # User messages with no reply yet, and none to a later message of their author: they stay pending.
     waiting: list[LoggedMessage]
+    # Excluded messages and the replies to them (see the module docstring): done, never remembered.
+    excluded: list[LoggedMessage] = field(default_factory=list)
 
 
 def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] | None = None) -> Grouping:
@@ -114,11 +118,20 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
       was stored, by a pass that could not know it was coming) is a late reply: an exchange of that
       user with no user message, so no message is ever part of two memories.
     - A reply that answers nothing in `log` is an orphan; user messages left over are waiting.
+    - An excluded user message is in no exchange: with its replies (or alone, when it has none) it
+      is `excluded`, and so is a late reply to one. An exchange that has an excluded reply is left
+      out whole; the author's earlier unanswered messages then wait for their next exchange.
 
-    The context of an exchange is the CONTEXT_MESSAGES messages of `log` before its first message.
+    The context of an exchange is the CONTEXT_MESSAGES messages of `log` before its first message,
+    excluded messages and the replies to them left out.
     """
     allowed = (lambda m: True) if formable is None else (lambda m: m.external_id in formable)
     position = {m.external_id: i for i, m in enumerate(log)}
+    hidden = _hidden(log)
+
+    def left_out(message: LoggedMessage, answers: list[LoggedMessage]) -> bool:
+        return message.external_id in hidden or any(a.external_id in hidden for a in answers)
+
     replies: dict[str, list[LoggedMessage]] = {}
     orphans: list[LoggedMessage] = []
     late: list[tuple[LoggedMessage, list[LoggedMessage]]] = []
@@ -132,6 +145,7 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
             replies.setdefault(log[answered].external_id, []).append(message)
     earlier: dict[str, list[LoggedMessage]] = {}  # a user's unanswered messages so far
     found: list[tuple[int, Exchange]] = []
+    excluded: list[LoggedMessage] = []
     for index, message in enumerate(log):
         if message.role is not MessageRole.USER:
             continue
@@ -140,17 +154,40 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
             if answers:
                 late.append((message, answers))
             continue
+        if left_out(message, answers):
+            excluded.extend((message, *answers))
+            continue
         if not answers:
             earlier.setdefault(message.author_id, []).append(message)
             continue
         own = (*earlier.pop(message.author_id, []), message)
-        first = position[own[0].external_id]
-        context = tuple(log[max(0, first - CONTEXT_MESSAGES) : first])
+        context = _context(log, position[own[0].external_id], hidden)
         found.append((index, Exchange(message.author_id, own, tuple(answers), context)))
     for message, answers in late:
+        if left_out(message, answers):
+            excluded.extend(answers)
+            continue
         first = position[answers[0].external_id]
-        context = tuple(log[max(0, first - CONTEXT_MESSAGES) : first])
-        found.append((first, Exchange(message.author_id, (), tuple(answers), context)))
+        found.append((first, Exchange(message.author_id, (), tuple(answers), _context(log, first, hidden))))
     found.sort(key=lambda item: item[0])
     waiting = sorted((m for ms in earlier.values() for m in ms), key=lambda m: position[m.external_id])
-    return Grouping(exchanges=[e for _, e in found], orphans=orphans, waiting=waiting)
+    excluded.sort(key=lambda m: position[m.external_id])
+    return Grouping(exchanges=[e for _, e in found], orphans=orphans, waiting=waiting, excluded=excluded)
+
+
+def _hidden(log: Sequence[LoggedMessage]) -> set[str]:
+    """External ids of the excluded messages of `log` and of the replies to them."""
+    hidden = {m.external_id for m in log if m.excluded}
+    hidden.update(m.external_id for m in log if m.role is not MessageRole.USER and m.reply_to in hidden)
+    return hidden
+
+
+def _context(log: Sequence[LoggedMessage], first: int, hidden: set[str]) -> tuple[LoggedMessage, ...]:
+    """The CONTEXT_MESSAGES messages before position `first` that are not hidden, oldest first."""
+    context: list[LoggedMessage] = []
+    index = first
+    while index > 0 and len(context) < CONTEXT_MESSAGES:
+        index -= 1
+        if log[index].external_id not in hidden:
+            context.append(log[index])
+    return tuple(reversed(context))

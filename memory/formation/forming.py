@@ -2,7 +2,8 @@
 
 One conversation at a time is claimed (an advisory lock, skipped when held, so any number of workers
 share the work: see `_claim`) and formed batch by batch: the exchanges its replies completed are read
-(memory.formation.pending), each shaped as its user and personality chose (memory.formation.shaping:
+(memory.formation.pending; exchanges with a message said incognito or forgotten are only marked
+done), each shaped as its user and personality chose (memory.formation.shaping:
 verbatim, cleaned, or summarized by the LLM), then embedded, written and indexed. The batches run as
 a pipeline (memory.formation.pipeline): the next ones are summarized while one is written, so the
 LLM and the CPU work overlap. A batch's rows are written and its messages marked in one transaction;
@@ -46,6 +47,8 @@ class FormationReport:
     skipped: int = 0
     extractive: int = 0
     fidelity_misses: int = 0
+    # Messages marked done without a memory because they are excluded (incognito, forgotten).
+    excluded: int = 0
     remembered_message_ids: list[str] = field(default_factory=list)
 
     def add(self, other: FormationReport) -> None:
@@ -54,6 +57,7 @@ class FormationReport:
         self.skipped += other.skipped
         self.extractive += other.extractive
         self.fidelity_misses += other.fidelity_misses
+        self.excluded += other.excluded
         self.remembered_message_ids.extend(other.remembered_message_ids)
 
 
@@ -205,9 +209,10 @@ class MemoryFormation:
         exchanges = grouping.exchanges
         done = [m.external_id for m in grouping.orphans]
         done.extend(m.external_id for e in exchanges for m in e.messages)
+        done.extend(m.external_id for m in grouping.excluded)
         if not done:
             return None
-        report = FormationReport(exchanges=len(exchanges))
+        report = FormationReport(exchanges=len(exchanges), excluded=len(grouping.excluded))
         jobs = []
         if exchanges:
             personality = await session.scalar(
@@ -318,9 +323,12 @@ async def _claim(session: AsyncSession, candidates: Select[int], claimed: list[i
 async def pending_message_count(
     store: MemoryStore, personality_id: int | None = None, user_id: str | None = None
 ) -> int:
-    """Messages not yet turned into memories (a user's own, when user_id is given)."""
+    """Messages not yet turned into memories (a user's own, when user_id is given); excluded ones
+    (incognito, forgotten) never will be, so they are not counted."""
     async with store.sessionmaker() as session:
-        query = select(func.count(Message.id)).where(Message.memory_processed_at.is_(None))
+        query = select(func.count(Message.id)).where(
+            Message.memory_processed_at.is_(None), Message.memory_excluded.is_(None)
+        )
         if personality_id is not None:
             query = query.join(Conversation).where(Conversation.personality_id == personality_id)
         if user_id is not None:

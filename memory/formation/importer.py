@@ -148,6 +148,9 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
             raise InvalidInputError(f"line {line_no}: not valid JSON ({exc.msg})") from None
         if not isinstance(record, dict):
             raise InvalidInputError(f"line {line_no}: expected a JSON object")
+        if "persona" in record and "role" not in record:
+            # A /memory export opens with the user's personas: who they are, not something said.
+            continue
         try:
             line = TranscriptLine.model_validate({**record, "line_no": line_no})
         except ValidationError as exc:

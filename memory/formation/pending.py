@@ -5,6 +5,7 @@ starts from the oldest replies not yet remembered and reads what their exchanges
 indexed query however long the log is: the messages they answer, all their parts, the earlier
 messages of the same users that got no reply, and a few messages of context before each. Messages
 of users still waiting for a reply are not read at all; they stay pending until theirs exists.
+Excluded messages (said incognito, or forgotten) are read to be marked done, never as context.
 """
 
 from __future__ import annotations
@@ -147,13 +148,20 @@ async def _unanswered_before(
 async def _context_before(
     session: AsyncSession, conversation_id: int, anchor_ids: list[int]
 ) -> list[Message]:
-    """The CONTEXT_MESSAGES messages before each anchor, in one query (a lateral join)."""
+    """The CONTEXT_MESSAGES messages before each anchor, in one query (a lateral join); excluded
+    messages and the replies to them are no one's context."""
     if not anchor_ids:
         return []
     anchors = select(func.unnest(literal(anchor_ids, ARRAY(BigInteger))).label("anchor_id")).subquery()
+    answered = aliased(Message)
     before = (
         select(Message.id)
-        .where(Message.conversation_id == conversation_id, Message.id < anchors.c.anchor_id)
+        .where(
+            Message.conversation_id == conversation_id,
+            Message.id < anchors.c.anchor_id,
+            Message.memory_excluded.is_(None),
+            ~exists().where(answered.id == Message.reply_to_id, answered.memory_excluded.is_not(None)),
+        )
         .order_by(Message.id.desc())
         .limit(CONTEXT_MESSAGES)
         .lateral()

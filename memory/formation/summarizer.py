@@ -102,11 +102,14 @@ class ExchangeSummarizer:
     ) -> SummaryResult:
         """A summary strictly shorter than `text`; never raises for LLM trouble."""
         source = strip_chat_template_tokens(text)
-        cap = summary_token_cap(count_tokens(source), floor=self._min_tokens, ceiling=self._max_tokens)
+        tokens = count_tokens(source)  # counted once: ~0.3 ms for an exchange of chat
+        cap = summary_token_cap(tokens, floor=self._min_tokens, ceiling=self._max_tokens)
         if cfg is None:
             return SummaryResult(self._extractive(source, cap), EXTRACTIVE)
         try:
-            summary = await self._summarize_llm(source, cfg, prompt, strip_chat_template_tokens(context), cap)
+            summary = await self._summarize_llm(
+                source, cfg, prompt, strip_chat_template_tokens(context), cap, tokens
+            )
         except (LLMUnavailableError, LLMConfigError) as exc:
             log.warning("Summarizer %s unavailable, using the extractive summary: %s", cfg.model, exc)
             return SummaryResult(self._extractive(source, cap), EXTRACTIVE)
@@ -126,9 +129,9 @@ class ExchangeSummarizer:
         return summary
 
     async def _summarize_llm(
-        self, source: str, cfg: ModelConfig, prompt: str | None, context: str, cap: int
+        self, source: str, cfg: ModelConfig, prompt: str | None, context: str, cap: int, tokens: int
     ) -> str:
-        if count_tokens(source) <= self._input_tokens:
+        if tokens <= self._input_tokens:
             return await self._call(source, cfg, prompt, context, cap)
         # Too long for one call: summarize chunks, then the summaries, never truncating silently.
         chunks = split_into_chunks(source, self._input_tokens)
@@ -139,9 +142,13 @@ class ExchangeSummarizer:
             )
             partials.append(await self._call(chunk, cfg, prompt, context, chunk_cap))
         combined = "\n".join(p for p in partials if p)
-        if count_tokens(combined) >= count_tokens(source):
+        if count_tokens(combined) >= tokens:
             combined = self._extractive(combined, cap)
-        return await self._summarize_llm(combined, cfg, prompt, "", cap) if combined else ""
+        return (
+            await self._summarize_llm(combined, cfg, prompt, "", cap, count_tokens(combined))
+            if combined
+            else ""
+        )
 
     async def _call(self, text: str, cfg: ModelConfig, prompt: str | None, context: str, cap: int) -> str:
         words = max(5, int(cap * 0.7))

@@ -1,7 +1,8 @@
 """`personae worker`: form memories from the message log until stopped, alongside other workers.
 
 Workers claim conversations with an advisory lock, skipped when held (memory.formation.forming), so any
-number of them can run against one database without doing the same exchange twice.
+number of them can run against one database without doing the same exchange twice. What a user said
+incognito (or forgot) is only marked done: a worker forms it no more than the chat path does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ async def run_worker(
             log.exception("Memory formation failed; retrying in %.0f s", idle_seconds * 5)
             await _sleep_or_stop(stop, idle_seconds * 5)
             continue
+        if report.excluded:
+            log.info("Left out %d messages said incognito or forgotten", report.excluded)
         if report.exchanges:
             log.info("Formed %d memories from %d exchanges", report.memories, report.exchanges)
             continue

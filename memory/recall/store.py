@@ -129,7 +129,10 @@ async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) 
             before.memory_excluded.is_(None),
             or_(
                 before.author_id == firsts.c.user_id,
-                exists().where(answered.id == before.reply_to_id, answered.author_id == firsts.c.user_id),
+                # Correlated to this memory's row of `firsts`, not a cross join with every memory's.
+                exists()
+                .where(answered.id == before.reply_to_id, answered.author_id == firsts.c.user_id)
+                .correlate_except(answered),
             ),
         )
         .order_by(before.id.desc())

@@ -1,10 +1,11 @@
 """Catching up, through the chat cog on dpytest with the real services: what was said while the bot was
 offline (messages put in the fake channels' history without any gateway event) is read back on READY,
 stored once, remembered with its 📝, and answered only when recent; memories formed by the periodic
-pass get their 📝 too."""
+pass get their 📝 too; what was said incognito is answered all the same, and never remembered."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import AsyncMock
@@ -18,6 +19,7 @@ from bot.client import PersonaeBot
 from bot.cogs.chat import ChatCog
 from bot.senders import WebhookSender
 from memory.chat.service import ChatRequest
+from memory.owners.incognito import IncognitoService
 from models import Personality
 from testkit.llm_server import LLMTestServer
 from tests.bot.chatting import bind, rows, say, sent_messages, settle
@@ -164,3 +166,60 @@ async def test_a_process_reads_back_only_the_channels_of_its_own_shards(
     bot.shard_ids = [1]  # as a process started with SHARD_COUNT=2 SHARD_IDS=[1]
     assert await cog.missed._channel(str(dm.id)) is None
     assert await cog.missed._channel(str(garden.id)) is garden  # its guild is served here
+
+
+def reacted(bot: PersonaeBot) -> set[int]:
+    """The ids of the messages that got the 📝."""
+    return {call.args[1] for call in bot.http.add_reaction.await_args_list if call.args[2] == "📝"}
+
+
+async def test_what_was_said_incognito_while_offline_is_never_remembered_though_the_span_ended(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Good to have you back."
+    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
+    config = dpytest.get_config()
+    garden, alice = config.channels[0], config.members[0]
+    await bind(runtime, lilith, garden)
+    await stored_before(runtime, lilith, garden, alice, "Lilith, I'm off to the market.")
+    # Incognito with Lilith for an hour, from 2h30 to 1h30 ago: over long before the bot is back.
+    then = datetime.now(UTC) - timedelta(hours=2, minutes=30)
+    await IncognitoService(runtime.sessionmaker, clock=lambda: then).start(
+        str(alice.id), lilith.id, timedelta(hours=1)
+    )
+    secret = offline(garden, alice, "Lilith, my bank PIN is 4921.", ago=timedelta(hours=2))
+    recent = offline(garden, alice, "Lilith, I'm back from the market.", ago=timedelta(minutes=1))
+
+    await reconnect(bot)
+
+    [reply] = sent_messages()  # the recent one is answered
+    excluded = {m.external_id: m.memory_excluded for m in await rows(runtime)}
+    assert excluded[str(secret)] == "incognito" and excluded[str(recent)] is None
+    [memory] = await remembered(runtime.user_settings, str(alice.id))
+    assert memory["source_message_ids"] == [str(recent), str(reply.id)]
+    assert "4921" not in json.dumps(memory)
+    assert recent in reacted(bot) and secret not in reacted(bot)
+    assert (await runtime.memory.form_pending()).memories == 0  # a later pass adds nothing
+
+
+async def test_a_missed_message_said_incognito_is_answered_without_a_memory(
+    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "I'm here."
+    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
+    config = dpytest.get_config()
+    garden, alice = config.channels[0], config.members[0]
+    await bind(runtime, lilith, garden)
+    await stored_before(runtime, lilith, garden, alice, "Lilith, hello.")
+    # Turned on five minutes ago, for every personality, until off: still on.
+    since = datetime.now(UTC) - timedelta(minutes=5)
+    await IncognitoService(runtime.sessionmaker, clock=lambda: since).start(str(alice.id), None, None)
+    offline(garden, alice, "Lilith, are you there? My PIN is 4921.", ago=timedelta(minutes=1))
+
+    await reconnect(bot)
+
+    [reply] = sent_messages()
+    assert reply.content == "**Lilith**\nI'm here."
+    bot.http.add_reaction.assert_not_awaited()
+    assert await remembered(runtime.user_settings, str(alice.id)) == []
+    assert {m.memory_excluded for m in await rows(runtime) if m.content != "Lilith, hello."} == {"incognito"}

@@ -57,6 +57,7 @@ async def test_status_shows_mode_source_model_and_storage(
     assert "Memories: 3" in text
     assert "Storage:" in text and "saving" in text
     assert "Pending: 0 messages" in text
+    assert "Incognito: off" in text
     # Bob has none, and sees none of Alice's.
     assert "Memories: 0" in (await harness.command("memory status", user=BOB, personality="sage")).text
     overall = await harness.command("memory status", user=ALICE)
@@ -227,6 +228,7 @@ async def test_unknown_personality_and_bad_choice(harness: DiscordHarness) -> No
         ("memory export", {}),
         ("memory forget", {"memory": "all"}),
         ("memory settings", {"memory": "on"}),
+        ("memory incognito", {"state": "on"}),
     ):
         reply = await harness.command(path, user=ALICE, personality="nobody", **options)
         assert reply.reply.ephemeral

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from memory.conversations import LoggedMessage
@@ -146,3 +147,54 @@ def test_render_lines_one_line_form_keeps_every_speaker_on_its_line() -> None:
     assert (
         render_lines(said, personality_name="Lilith", one_line=True) == "Alice: hi there\nLilith: hello Alice"
     )
+
+
+def excluding(messages: list[LoggedMessage], *external_ids: str) -> list[LoggedMessage]:
+    """The log with these messages marked excluded (said incognito, or forgotten)."""
+    return [replace(m, excluded=True) if m.external_id in external_ids else m for m in messages]
+
+
+def test_an_excluded_message_and_its_replies_are_in_no_exchange_and_no_context() -> None:
+    messages = excluding(
+        log("u1:hi", "a:hello", "u1:my secret is 42", "a:I see, 42", "u1:bye", "a:bye!"), "m3"
+    )
+    grouping = group_exchanges(messages)
+    first, last = grouping.exchanges
+    assert first.source_message_ids == ["m1", "m2"] and last.source_message_ids == ["m5", "m6"]
+    assert ids(grouping.excluded) == ["m3", "m4"]
+    # Neither the secret nor the reply that repeats it is context of the next memory.
+    assert ids(last.context) == ["m1", "m2"]
+    assert "42" not in last.render_context() and grouping.waiting == []
+
+
+def test_an_excluded_message_with_no_reply_is_left_out_not_joined_to_the_next_exchange() -> None:
+    messages = excluding(log("u1:psst, incognito", "u1:back to normal", "a:welcome back"), "m1")
+    grouping = group_exchanges(messages)
+    [exchange] = grouping.exchanges
+    assert exchange.source_message_ids == ["m2", "m3"]
+    assert ids(grouping.excluded) == ["m1"] and exchange.context == ()
+
+
+def test_an_exchange_with_an_excluded_reply_is_left_out_whole_and_earlier_messages_wait() -> None:
+    messages = excluding(log("u1:unanswered", "u1:question", "a:forgotten answer"), "m3")
+    grouping = group_exchanges(messages)
+    assert grouping.exchanges == []
+    assert ids(grouping.excluded) == ["m2", "m3"] and ids(grouping.waiting) == ["m1"]
+
+
+def test_a_late_reply_to_an_excluded_message_is_left_out() -> None:
+    messages = excluding(log("alice:secret", "a>m1:about the secret", "bob:hi", "a>m3:hi Bob"), "m1")
+    # m1 was marked done as excluded before its reply was stored: the reply alone is formable.
+    grouping = group_exchanges(messages, formable={"m2", "m3", "m4"})
+    [bob] = grouping.exchanges
+    assert bob.source_message_ids == ["m3", "m4"] and ids(bob.context) == []
+    assert ids(grouping.excluded) == ["m2"]
+
+
+def test_context_reaches_past_excluded_messages_for_three_others() -> None:
+    messages = excluding(
+        log("u1:a", "a:b", "u1:c", "a:d", "u2:secret", "a>m5:secret reply", "u1:e", "a>m7:f"), "m5"
+    )
+    grouping = group_exchanges(messages, formable={"m7", "m8"})
+    [exchange] = grouping.exchanges
+    assert ids(exchange.context) == ["m2", "m3", "m4"]

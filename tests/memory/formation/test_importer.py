@@ -42,6 +42,16 @@ def test_valid_lines_are_read_and_blank_or_empty_ones_skipped() -> None:
     assert lines[1].timestamp == datetime(2024, 3, 15, 18, 1, tzinfo=UTC)  # no zone: UTC
 
 
+def test_an_exports_persona_lines_are_read_past_not_refused() -> None:
+    persona = {"persona": {"personality": None, "name": "Alice", "pronouns": "she/her", "about": "a baker"}}
+    text = jsonl(persona, {"id": "m1", "role": "user", "content": "hi"})
+    lines, skipped = parse_transcript(text)
+    assert [line.id for line in lines] == ["m1"] and skipped == 0
+    # A line with a role is a message whatever else it carries, and is checked as one.
+    with pytest.raises(InvalidInputError, match="line 1"):
+        parse_transcript(jsonl({"persona": {}, "role": "user"}))
+
+
 @pytest.mark.parametrize(
     ("record", "message"),
     [

@@ -104,8 +104,10 @@ async def test_an_export_imports_back_with_its_reply_links(runtime: Any) -> None
         default_user_id=None,
         skipped_lines=skipped,
     )
+    await runtime.personas.set("A", name="Alice", pronouns="she/her")
     exported = [json.loads(line) for line in await runtime.user_settings.export_lines(user_id="A")]
-    assert [(r["id"], r.get("reply_to")) for r in exported] == [("1", None), ("3", "1")]
+    assert exported[0]["persona"]["name"] == "Alice"  # the export opens with who the user is
+    assert [(r["id"], r.get("reply_to")) for r in exported if "id" in r] == [("1", None), ("3", "1")]
 
     # Imported again for another personality, the links hold: Alice's reply stays Alice's.
     sage, _ = await runtime.personalities.create("Sage")

@@ -1,0 +1,56 @@
+"""/memory incognito: the user talks on, and nothing they say forms a memory (part of MemoryCog).
+
+The span is kept by memory.owners.incognito; the message log marks what is said under it, so neither
+the reply's own formation, a later catch-up nor `personae worker` ever forms it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from discord import app_commands
+
+from bot import replies
+from bot.cogs.memory_settings import MemoryPart, id_of
+from bot.command_options import Interaction, personality_autocomplete, user_id_of
+
+# The choices of the `for` option; until turned off is the default: incognito never lapses unasked.
+DURATIONS: dict[str, timedelta | None] = {
+    "1h": timedelta(hours=1),
+    "1d": timedelta(days=1),
+    "until off": None,
+}
+
+
+class IncognitoCommands(MemoryPart):
+    """/memory incognito (part of MemoryCog)."""
+
+    @app_commands.command(
+        name="incognito", description="Talk without forming memories, for a while or until off"
+    )
+    @app_commands.describe(
+        state="on: nothing you say from now on becomes a memory; off: memories form again",
+        personality="Only with this personality (default: with every personality)",
+        duration="How long it stays on (default: until you turn it off)",
+    )
+    @app_commands.rename(duration="for")
+    @app_commands.autocomplete(personality=personality_autocomplete)
+    async def incognito(
+        self,
+        interaction: Interaction,
+        state: Literal["on", "off"],
+        personality: str | None = None,
+        duration: Literal["1h", "1d", "until off"] = "until off",
+    ) -> None:
+        uid = user_id_of(interaction)
+        p = await self._personality(personality)
+        service = self.runtime.incognito
+        if state == "on":
+            span = await service.start(uid, id_of(p), DURATIONS[duration], asked_at=interaction.created_at)
+            text = replies.incognito_started(span, self.runtime.settings.remembered_reaction)
+        else:
+            ended = await service.stop(uid, id_of(p))
+            still = await service.active(uid, p.id) if p is not None else None
+            text = replies.incognito_stopped(p, ended, still)
+        await interaction.response.send_message(text, ephemeral=True)
