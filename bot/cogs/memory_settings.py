@@ -10,6 +10,7 @@ from discord.ext import commands
 
 from bot import replies
 from bot.command_options import Interaction, personality_autocomplete, user_id_of, venue_of
+from bot.persona_replies import persona_status
 from bot.views import ConfirmView
 from memory.formation.mode import effective_mode
 
@@ -60,6 +61,7 @@ class SettingsCommands(MemoryPart):
         if p is None:
             text = replies.overall_status(await self.runtime.user_settings.get(uid), stats)
             incognito = list(await self.runtime.incognito.current(uid))
+            persona = await self.runtime.personas.get(uid)
         else:
             rows = await self.runtime.user_settings.for_personality(uid, p.id)
             mode, source = effective_mode(p, rows)
@@ -71,7 +73,8 @@ class SettingsCommands(MemoryPart):
             text = replies.personality_status(p, mode, source, summarizer, title, stats)
             span = await self.runtime.incognito.active(uid, p.id)
             incognito = [span] if span else []
-        text += "\n" + replies.incognito_status(incognito)
+            persona = await self.runtime.personas.effective(uid, p.id)
+        text += "\n" + replies.incognito_status(incognito) + "\n" + persona_status(persona)
         await interaction.response.send_message(text, ephemeral=True)
 
     @app_commands.command(name="settings", description="Your own memory preferences")

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import discord
 from discord import app_commands
 
 from bot.client import EXTENSIONS
@@ -14,7 +15,8 @@ from tests.bot.interactions import APP_ID, DiscordHarness, open_harness
 NAME = re.compile(r"^[-_\w]{1,32}$")
 # Each group's subcommands in the order they are published.
 ORDER = {
-    "memory": ["status", "settings", "search", "forget", "export", "reset"],
+    "memory": ["status", "settings", "incognito", "browse", "search", "forget", "export", "reset"],
+    "persona": ["set", "show", "clear"],
     "personality": [
         "create",
         "edit",
@@ -32,6 +34,9 @@ ORDER = {
     ],
 }
 EXPECTED = {group: set(names) for group, names in ORDER.items()}
+# Right-click a message, Apps: message context menus, published beside the slash commands.
+MESSAGE_MENUS = ["Forget this", "Remember this"]
+PUBLISHED = sorted([*MESSAGE_MENUS, *ORDER])
 
 
 def walk(command: Any) -> Iterator[Any]:
@@ -51,9 +56,12 @@ def payload_chars(payload: dict[str, Any]) -> int:
 
 async def test_tree_is_valid_for_discord(runtime: Any) -> None:
     async with open_harness(runtime, EXTENSIONS) as harness:
-        top = harness.tree.get_commands()
+        top = harness.tree.get_commands(type=discord.AppCommandType.chat_input)
         names = [c.name for c in top]
         assert len(names) == len(set(names)) <= 100
+        menus = harness.tree.get_commands(type=discord.AppCommandType.message)
+        assert sorted(menu.name for menu in menus) == MESSAGE_MENUS
+        assert all(1 <= len(menu.name) <= 32 for menu in menus) and len(menus) <= 5
         for group_name, expected in EXPECTED.items():
             group = harness.tree.get_command(group_name)
             assert isinstance(group, app_commands.Group), group_name
@@ -89,7 +97,7 @@ async def test_sync_publishes_the_tree_to_one_guild(runtime: Any) -> None:
 
     async with open_harness(runtime) as harness:
         names = await sync_command_tree(harness.bot, 4242)
-        assert sorted(names) == ["memory", "personality"]
+        assert sorted(names) == ["memory", "personality"]  # the harness loads these two extensions
         [(route, commands)] = harness.http.synced.items()
         assert route.endswith("guilds/4242/commands")
         personality = next(c for c in commands if c["name"] == "personality")
@@ -105,8 +113,11 @@ async def test_publishing_needs_no_runtime() -> None:
         assert not hasattr(client, "runtime")
         harness = DiscordHarness(client, client.tree)
         names = await sync_command_tree(client, None)
-        assert sorted(names) == ["memory", "personality"]
+        assert sorted(names) == PUBLISHED
         [(route, commands)] = harness.http.synced.items()
         assert route.endswith(f"applications/{APP_ID}/commands")
         for command in commands:
+            if command["name"] in MESSAGE_MENUS:
+                assert command["type"] == discord.AppCommandType.message.value and not command.get("options")
+                continue
             assert [o["name"] for o in command["options"]] == ORDER[command["name"]]

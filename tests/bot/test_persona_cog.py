@@ -152,3 +152,15 @@ async def test_the_status_line(runtime: Any, sage: Personality) -> None:
     assert line.endswith("…") and len(line) < 160
     own = await runtime.personas.set("1", sage.id, name="Captain Al")
     assert persona_status(own) == "Persona: **Captain Al**, set for this personality"
+
+
+async def test_memory_status_shows_the_persona_that_applies(channels: Channels, sage: Personality) -> None:
+    command = channels.harness.command
+    await command("persona set", user=ALICE, name="Alice", pronouns="she/her")
+    overall = await command("memory status", user=ALICE)
+    assert "Persona: **Alice** (she/her), set for every personality" in overall.text
+    await command("persona set", user=ALICE, name="Captain Al", personality="sage")
+    assert "Persona: **Captain Al**, set for this personality" in (
+        await command("memory status", user=ALICE, personality="sage")
+    ).text
+    assert "Persona: none" in (await command("memory status", user=BOB)).text

@@ -68,6 +68,36 @@ async def test_one_cut_per_round_and_never_below_one() -> None:
     assert limit.level == 1
 
 
+async def saturated_round(limit: AdaptiveLimit) -> None:
+    """Fill every place, then let each call succeed: the limit grows once per such round."""
+    slots = [await limit.acquire() for _ in range(limit.level)]
+    for slot in slots:
+        slot.succeeded(sample_latency=False)
+        slot.release()
+
+
+async def refuse_after(limit: AdaptiveLimit, accepted: int) -> None:
+    """`accepted` calls in flight, then one more the provider refuses at once."""
+    slots = [await limit.acquire() for _ in range(accepted + 1)]
+    slots[-1].congested("429")
+    for slot in slots:
+        slot.release()
+
+
+async def test_a_refused_probe_falls_back_to_what_the_provider_took_not_to_half() -> None:
+    limit = AdaptiveLimit("p", ceiling=16, initial=8)
+    await refuse_after(limit, accepted=6)  # a provider taking 6: found by a refusal at 7 of 8
+    assert limit.level == 4  # below the level it knew was safe: halved
+    while limit.level <= 6:  # fast back to 6, then probing above it, a fraction per round
+        await saturated_round(limit)
+    assert limit.level == 7
+    await refuse_after(limit, accepted=6)  # the probe's answer: still 6
+    assert limit.level == 6
+    assert limit.stats().decreases == 2
+    await refuse_after(limit, accepted=2)  # refused at a level it took before: it takes less now
+    assert limit.level == 3
+
+
 async def test_a_cancelled_waiter_gives_its_place_on() -> None:
     limit = AdaptiveLimit("p", ceiling=1, initial=1)
     held = await limit.acquire()

@@ -50,8 +50,11 @@ async def test_local_embedder_keeps_order_across_batches_and_concurrent_calls() 
     embedder = LocalEmbedder(batch_size=2)
     texts = [f"memory number {i} about topic {i % 3}" for i in range(5)]
     together, *singles = await asyncio.gather(embedder.embed(texts), *(embedder.embed([t]) for t in texts))
-    for vector, (single,) in zip(together, singles, strict=True):
-        assert dot(vector, single) > 0.999
+    alone = [single for (single,) in singles]
+    for position, vector in enumerate(together):
+        # int8 activations are quantized per batch: a text's vector moves a little with its batch.
+        assert dot(vector, alone[position]) > 0.98
+        assert max(range(len(alone)), key=lambda i: dot(vector, alone[i])) == position
     assert await embedder.embed([]) == []
 
 

@@ -315,7 +315,16 @@ async def test_ids_and_count(index: VectorIndex, monkeypatch: pytest.MonkeyPatch
     await index.upsert(first + second)
 
     assert await index.count() == 11
+    pages: list[int] = []
+    scroll_page = index._scroll_page  # type: ignore[attr-defined]
+
+    async def counted(personality_id: int | None, offset: object, limit: int) -> object:
+        pages.append(limit)
+        return await scroll_page(personality_id, offset, limit)
+
+    monkeypatch.setattr(index, "_scroll_page", counted)
     assert await index.ids() == {p.id for p in first + second}
+    assert pages == [3, 3, 3, 3]  # 11 ids, 3 a page
     assert await index.ids(1) == {p.id for p in first}
     assert await index.ids(2) == {p.id for p in second}
     assert await index.ids(3) == set()

@@ -1,5 +1,6 @@
-"""The ONNX local embedder: torch-free at run time, the torch model's vectors, 256-token truncation,
-the export made on first use in a child process, and one-line errors naming the fix."""
+"""The ONNX local embedder: torch-free at run time, the torch model's vectors (float32; int8 close to
+them), 256-token truncation, the export made on first use in a child process (an older export only
+quantized, without torch), and one-line errors naming the fix."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from tokenizers import Tokenizer
 
 from memory.llm import LLMConfigError
 from memory.recall.embedders import Embedder, LocalEmbedder
-from memory.recall.local_embedder import TOKENIZER_FILE
+from memory.recall.local_embedder import (
+    MANIFEST_FILE,
+    MODEL_FILE,
+    QUANTIZED_FILE,
+    TOKENIZER_FILE,
+    ModelManifest,
+    read_export,
+)
 from memory.recall.onnx_export import export_model
 
 REPO = Path(__file__).resolve().parents[3]
@@ -73,12 +81,25 @@ async def test_vectors_agree_with_the_torch_model(embedder: Embedder) -> None:
     )
     stdout, _ = await run_python(code, stdin=json.dumps(TEXTS))
     expected = json.loads(stdout.strip().splitlines()[-1])
-    # Batched together (padded to the longest) and one at a time: both match torch.
-    together = await embedder.embed(TEXTS)
-    alone = [(await embedder.embed([text]))[0] for text in TEXTS]
+    # The float32 graph, batched together (padded to the longest) and one at a time: both match torch.
+    float32 = LocalEmbedder(quantized=False)
+    together = await float32.embed(TEXTS)
+    alone = [(await float32.embed([text]))[0] for text in TEXTS]
     for reference, batched, single in zip(expected, together, alone, strict=True):
         assert cosine(reference, batched) > 0.99999
         assert cosine(reference, single) > 0.99999
+    # The default int8 graph stays close to them (cosine ~0.99; short texts move most). Its activations
+    # are quantized per batch, so a text's vector also moves with the texts batched with it: a little
+    # among texts of its length (as `embed` batches them; cosine >= 0.98), more for "ok" padded to
+    # 256 tokens beside the long text here (0.92).
+    assert isinstance(embedder, LocalEmbedder)
+    int8_together = await embedder.embed(TEXTS)
+    int8_alone = [(await embedder.embed([text]))[0] for text in TEXTS]
+    for reference, batched, single in zip(expected, int8_together, int8_alone, strict=True):
+        assert cosine(reference, batched) > 0.95
+        assert cosine(reference, single) > 0.95
+        assert cosine(batched, single) > 0.9
+    assert sum(map(cosine, expected, int8_together)) / len(TEXTS) > 0.97
 
 
 async def test_truncates_at_256_tokens_not_the_128_of_the_shipped_tokenizer(embedder: Embedder) -> None:
@@ -113,6 +134,7 @@ async def test_missing_model_is_exported_on_first_use_in_a_child_process(
     assert "Exporting the all-MiniLM-L6-v2 embedding model to ONNX in" in stderr
     assert {p.name for p in (tmp_path / "all-MiniLM-L6-v2").iterdir()} == {
         "model.onnx",
+        "model.int8.onnx",
         "tokenizer.json",
         "embedder.json",
     }
@@ -120,6 +142,34 @@ async def test_missing_model_is_exported_on_first_use_in_a_child_process(
     assert cosine(reference, result["vector"]) > 0.99999
     # Once exported, a second export of the same weights is a no-op.
     assert export_model(tmp_path / "all-MiniLM-L6-v2") is False
+
+
+async def test_an_export_without_the_int8_graph_is_only_quantized_without_torch(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    assert isinstance(embedder, LocalEmbedder)
+    await embedder.embed(["load"])
+    current = read_export(embedder.model_dir)
+    assert current is not None
+    # An export of the first format: the float graph, the tokenizer, and a manifest of format 1.
+    older = tmp_path / "all-MiniLM-L6-v2"
+    older.mkdir()
+    for name in (MODEL_FILE, TOKENIZER_FILE):
+        (older / name).write_bytes((embedder.model_dir / name).read_bytes())
+    manifest = json.loads((embedder.model_dir / MANIFEST_FILE).read_text())
+    (older / MANIFEST_FILE).write_text(json.dumps({**manifest, "export_format": 1}))
+    assert read_export(older) is None
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from memory.recall.onnx_export import export_model\n"
+        "print(export_model(Path(sys.argv[1])), 'torch' in sys.modules)\n"
+    )
+    stdout, _ = await run_python(code, str(older))
+    assert stdout.split() == ["True", "False"]
+    assert read_export(older) == current
+    assert (older / QUANTIZED_FILE).read_bytes() == (embedder.model_dir / QUANTIZED_FILE).read_bytes()
+    assert ModelManifest.read(older).export_format == current.export_format == 2
 
 
 async def test_export_failure_is_one_line_naming_the_fix(
