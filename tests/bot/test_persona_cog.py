@@ -160,7 +160,8 @@ async def test_memory_status_shows_the_persona_that_applies(channels: Channels, 
     overall = await command("memory status", user=ALICE)
     assert "Persona: **Alice** (she/her), set for every personality" in overall.text
     await command("persona set", user=ALICE, name="Captain Al", personality="sage")
-    assert "Persona: **Captain Al**, set for this personality" in (
-        await command("memory status", user=ALICE, personality="sage")
-    ).text
+    assert (
+        "Persona: **Captain Al**, set for this personality"
+        in (await command("memory status", user=ALICE, personality="sage")).text
+    )
     assert "Persona: none" in (await command("memory status", user=BOB)).text
