@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -23,32 +24,6 @@ log = logging.getLogger(__name__)
 
 NO_MENTIONS = discord.AllowedMentions.none()
 WebhookTarget = discord.TextChannel | discord.ForumChannel | discord.VoiceChannel | discord.StageChannel
-
-
-class ReplySender(Protocol):
-    """Sends a personality's reply into a channel, or puts a new text in place of one it sent; returns
-    the messages of the reply, in order, `view` on the last one."""
-
-    async def send(
-        self,
-        channel: discord.abc.Messageable,
-        text: str,
-        *,
-        name: str,
-        avatar_url: str | None,
-        view: discord.ui.View | None = None,
-    ) -> list[discord.Message]: ...
-
-    async def replace(
-        self,
-        channel: discord.abc.Messageable,
-        message_ids: Sequence[int],
-        text: str,
-        *,
-        name: str,
-        avatar_url: str | None,
-        view: discord.ui.View | None = None,
-    ) -> list[discord.Message]: ...
 
 
 class _PartWriter(Protocol):
@@ -109,12 +84,14 @@ def webhook_name(bot_user: discord.ClientUser | None) -> str:
     return f"{bot_user.name} personalities" if bot_user is not None else "Personae"
 
 
-class _PartsSender:
-    """`send` and `replace` for a sender that says how it writes one part (`_writer`) and how a text
-    is cut into parts (`_parts`)."""
+class ReplySender(ABC):
+    """Sends a personality's reply into a channel, or puts a new text in place of one it sent; returns
+    the messages of the reply, in order, `view` on the last one. A sender says how it writes one part
+    (`_writer`) and how a text is cut into parts (`_parts`)."""
 
+    @abstractmethod
     def _writer(self, channel: discord.abc.Messageable, *, name: str, avatar_url: str | None) -> _PartWriter:
-        raise NotImplementedError
+        """What writes one reply's parts into this channel, under this name and avatar."""
 
     def _parts(self, text: str, name: str) -> list[str]:
         return split_message(text)
@@ -144,7 +121,7 @@ class _PartsSender:
         return await replace_parts(writer, message_ids, self._parts(text, name), view)
 
 
-class PlainSender(_PartsSender):
+class PlainSender(ReplySender):
     """The bot's own messages, the personality's name in bold (no Manage Webhooks, or a DM)."""
 
     def _writer(self, channel: discord.abc.Messageable, *, name: str, avatar_url: str | None) -> _PartWriter:
@@ -156,7 +133,7 @@ class PlainSender(_PartsSender):
         return [header + part if index == 0 else part for index, part in enumerate(parts)]
 
 
-class WebhookSender(_PartsSender):
+class WebhookSender(ReplySender):
     """One webhook per channel, named for the bot, reused; threads post through their parent's. A reply
     is replaced only through the webhook that posted it (NotFound from any other)."""
 

@@ -1,39 +1,39 @@
 """Long-term memory's one front door: form memories from the message log, recall them, let users steer.
 
 A thin facade over the rooms where the work happens: memory.formation (forming, re-summarizing, the
-mode policy, stats) and memory.recall (the store of rows and index points, search, upkeep). Callers
-(chat, the cogs, the CLI, bench) use only this; it takes plain ids and knows no Discord.
+mode policy, stats, steering, corrections) and memory.recall (the store of rows and index points,
+search, curation, upkeep). Callers (chat, the cogs, the CLI, bench) use only this; it takes plain ids
+and knows no Discord. Most of its methods are a room's function with the service's store (or its
+formation pipeline) bound as the first argument: their signature and docstring are written once,
+where the work is done. Methods written out here add something: the user text they clean, the parts
+they pass, the rooms they combine.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable
+from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.formation import steering
+from memory.formation import corrections, forming, steering
 from memory.formation.cleaning import strip_chat_template_tokens
-from memory.formation.corrections import MAX_CORRECTION_CHARS, correct, set_pinned
-from memory.formation.forming import FormationReport, MemoryFormation, pending_message_count
+from memory.formation.corrections import MAX_CORRECTION_CHARS
+from memory.formation.forming import FormationReport, MemoryFormation
 from memory.formation.resummarize import resummarize
 from memory.formation.stats import MemoryStats, ModeStats, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
-from memory.recall.curation import (
-    BrowsedMemory,
-    MemoryPage,
-    memories_by_id,
-    newest_page,
-    personalities_remembered,
-)
+from memory.recall import curation, upkeep
+from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
 from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
 from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
-from memory.recall.upkeep import DriftReport, check_drift, lost_from_index, reindex
-from memory.types import MemoryMode, ProgressCallback
+from memory.recall.upkeep import DriftReport
+from memory.types import ProgressCallback
 
 __all__ = [
     "MAX_CORRECTION_CHARS",
@@ -47,6 +47,44 @@ __all__ = [
     "RecalledMemory",
     "RememberReport",
 ]
+
+Part = TypeVar("Part")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Bound(Generic[Part, P, R]):
+    """A facade method that is `fn` called with one part of the service (its store, its formation)
+    first: `service.name(...)` is `fn(part, ...)`."""
+
+    def __init__(self, part: Callable[[MemoryService], Part], fn: Callable[Concatenate[Part, P], R]) -> None:
+        self._part = part
+        self._fn = fn
+        self.__doc__ = fn.__doc__
+
+    @overload
+    def __get__(self, service: None, owner: type[MemoryService]) -> _Bound[Part, P, R]: ...
+
+    @overload
+    def __get__(self, service: MemoryService, owner: type[MemoryService]) -> Callable[P, R]: ...
+
+    def __get__(
+        self, service: MemoryService | None, owner: type[MemoryService]
+    ) -> _Bound[Part, P, R] | Callable[P, R]:
+        if service is None:
+            return self
+        part, fn = self._part(service), self._fn
+
+        def bound(*args: P.args, **kwargs: P.kwargs) -> R:
+            return fn(part, *args, **kwargs)
+
+        bound.__doc__ = fn.__doc__
+        return bound
+
+
+def _on_store(fn: Callable[Concatenate[MemoryStore, P], R]) -> _Bound[MemoryStore, P, R]:
+    return _Bound(lambda service: service._store, fn)
+
 
 # The most matches a search in /memory browse pages through.
 BROWSE_MATCHES = 50
@@ -88,31 +126,9 @@ class MemoryService:
 
     # ----------------------------------------------------------------------- formation
 
-    async def form_pending(
-        self,
-        *,
-        conversation_id: int | None = None,
-        personality_id: int | None = None,
-        mode_override: MemoryMode | None = None,
-        progress: ProgressCallback | None = None,
-    ) -> FormationReport:
-        """Turn every complete, unprocessed exchange into a memory, batch by batch, then index them."""
-        return await self._formation.form_pending(
-            conversation_id=conversation_id,
-            personality_id=personality_id,
-            mode_override=mode_override,
-            progress=progress,
-        )
-
-    async def pending_message_count(
-        self, personality_id: int | None = None, user_id: str | None = None
-    ) -> int:
-        """Messages not yet turned into memories (a user's own, when user_id is given)."""
-        return await pending_message_count(self._store, personality_id, user_id)
-
-    async def index_pending(self, *, batch: int = 256) -> int:
-        """Index memories written to Postgres but not yet searchable (after a crash, say)."""
-        return await self._store.index_pending(batch=batch)
+    form_pending = _Bound(lambda service: service._formation, MemoryFormation.form_pending)
+    pending_message_count = _on_store(forming.pending_message_count)
+    index_pending = _on_store(MemoryStore.index_pending)
 
     async def resummarize(
         self, personality_id: int, *, progress: ProgressCallback | None = None, batch: int = 32
@@ -146,25 +162,14 @@ class MemoryService:
 
     # ------------------------------------------------------------------ user controls
 
-    async def forget(
-        self,
-        *,
-        user_id: str,
-        personality_id: int | None = None,
-        memory_ids: Sequence[uuid.UUID] | None = None,
-    ) -> int:
-        """Delete the user's memories (all, one personality's, or the given ids); returns how many."""
-        return await self._store.forget(user_id=user_id, personality_id=personality_id, memory_ids=memory_ids)
-
-    async def unform(self, *, conversation_id: int, external_ids: Collection[str], exclude: bool) -> int:
-        """Forget every memory formed from these messages' exchanges; returns how many.
-
-        exclude=True: the exchanges' messages are marked forgotten (and processed), never formed again.
-        exclude=False: they are pending again, for formation to form them anew (a regenerated reply).
-        """
-        return await steering.unform(
-            self._store, conversation_id=conversation_id, external_ids=external_ids, exclude=exclude
-        )
+    forget = _on_store(MemoryStore.forget)
+    unform = _on_store(steering.unform)
+    forget_message = _on_store(steering.forget_exchange)
+    set_pinned = _on_store(corrections.set_pinned)
+    correct = _on_store(corrections.correct)
+    browse = _on_store(curation.newest_page)
+    browsed = _on_store(curation.memories_by_id)
+    stats = _on_store(memory_stats)
 
     async def remember_message(
         self, *, message_id: str, channel_id: str | None, user_id: str
@@ -179,31 +184,6 @@ class MemoryService:
             message_id=message_id,
             channel_id=channel_id,
             user_id=user_id,
-        )
-
-    async def forget_message(self, *, message_id: str, channel_id: str | None, user_id: str) -> int:
-        """ "Forget this": forget the user's exchange of this logged message for good; memories deleted."""
-        return await steering.forget_exchange(
-            self._store, message_id=message_id, channel_id=channel_id, user_id=user_id
-        )
-
-    async def set_pinned(self, *, user_id: str, memory_id: uuid.UUID, pinned: bool) -> None:
-        """Pin (recalled first when relevant, verbatim words kept) or unpin one of the user's memories."""
-        await set_pinned(self._store, user_id=user_id, memory_id=memory_id, pinned=pinned)
-
-    async def correct(self, *, user_id: str, memory_id: uuid.UUID, content: str) -> None:
-        """Replace one of the user's memories with their corrected text, re-indexed; what was said stays."""
-        # It goes into prompts as it is: template tokens in it must not steer the model.
-        await correct(
-            self._store, user_id=user_id, memory_id=memory_id, content=strip_chat_template_tokens(content)
-        )
-
-    async def browse(
-        self, *, user_id: str, personality_id: int | None = None, offset: int = 0, limit: int = 5
-    ) -> MemoryPage:
-        """A page of the user's memories (of one personality, or all), newest first."""
-        return await newest_page(
-            self._store, user_id=user_id, personality_id=personality_id, offset=offset, limit=limit
         )
 
     async def best_matches(
@@ -223,26 +203,8 @@ class MemoryService:
         found.sort(key=lambda m: -m.score)
         return [m.id for m in found[:limit]]
 
-    async def browsed(self, *, user_id: str, ids: Sequence[uuid.UUID]) -> list[BrowsedMemory]:
-        """These memories of the user as /memory browse shows them, in this order (forgotten ones gone)."""
-        return await memories_by_id(self._store, user_id=user_id, ids=ids)
-
-    async def stats(self, *, personality_id: int | None = None, user_id: str | None = None) -> MemoryStats:
-        """Memories per mode and summarizer, storage saved, and what still waits."""
-        return await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
-
     # ------------------------------------------------------------------- maintenance
 
-    async def lost_from_index(self) -> int:
-        """Memories stored as indexed while the index is empty (see upkeep.lost_from_index)."""
-        return await lost_from_index(self._store)
-
-    async def check_drift(self, *, personality_id: int | None = None) -> DriftReport:
-        """Live memories missing from the index, and index points whose memory is gone."""
-        return await check_drift(self._store, personality_id=personality_id)
-
-    async def reindex(
-        self, *, personality_id: int | None = None, progress: ProgressCallback | None = None, batch: int = 256
-    ) -> int:
-        """Rebuild the index from Postgres (re-embedding with the current model); returns memories indexed."""
-        return await reindex(self._store, personality_id=personality_id, progress=progress, batch=batch)
+    lost_from_index = _on_store(upkeep.lost_from_index)
+    check_drift = _on_store(upkeep.check_drift)
+    reindex = _on_store(upkeep.reindex)

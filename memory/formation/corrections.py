@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from memory.errors import InvalidInputError, NotFoundError
+from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.resummarize import source_text
 from memory.formation.shaping import VERBATIM
 from memory.recall.store import MemoryStore, memory_point, point_fields
@@ -70,7 +71,8 @@ async def set_pinned(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID, 
 async def correct(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID, content: str) -> None:
     """Replace the text of one of the user's memories with their correction, then re-embed and
     re-index it (see the module docstring)."""
-    content = content.strip()
+    # It goes into prompts as it is: template tokens in it must not steer the model.
+    content = strip_chat_template_tokens(content).strip()
     if not content:
         raise InvalidInputError("A memory can't be empty; use Forget to delete it.")
     if len(content) > MAX_CORRECTION_CHARS:

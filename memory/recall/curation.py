@@ -54,7 +54,7 @@ def _browsed(memory: Memory, personality_name: str) -> BrowsedMemory:
 
 
 async def newest_page(
-    store: MemoryStore, *, user_id: str, personality_id: int | None, offset: int, limit: int
+    store: MemoryStore, *, user_id: str, personality_id: int | None = None, offset: int = 0, limit: int = 5
 ) -> MemoryPage:
     """The user's memories (of one personality, or all), newest first, `limit` from `offset`."""
     listing = _listing(user_id)
