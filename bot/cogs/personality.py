@@ -14,7 +14,7 @@ from discord.ext import commands
 
 from bot import replies
 from bot.cogs.personality_bindings import ChannelBindingCommands
-from bot.cogs.personality_cards import CardCommands
+from bot.cogs.personality_cards import CardCommands, release_card_avatar
 from bot.cogs.personality_summarization import SummarizationCommands
 from bot.command_options import (
     Interaction,
@@ -124,6 +124,7 @@ class ProfileCommands(commands.Cog):
             await self.bot.runtime.personalities.delete(p.name, actor=user_id_of(interaction))
             # The rows are gone (cascade); this drops the personality's points from the index.
             await self.bot.runtime.memory.reindex(personality_id=p.id)
+            await release_card_avatar(self.bot, p.avatar_url)
             return f"Deleted **{p.display_name}** and all of its memories and conversations."
 
         await interaction.response.send_message(

@@ -13,6 +13,7 @@ import asyncio
 import io
 import json
 import logging
+import re
 import secrets
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,9 @@ MAX_EMOJI_BYTES = 256 * 1024
 AVATAR_SIDES = (256, 128)
 # Decoding is what a picture costs: a card's is a portrait, a few megapixels at most.
 MAX_PICTURE_PIXELS = 4096 * 4096
+# The emojis this cog makes are named so, and their CDN address is the avatar it stores.
+CARD_EMOJI_PREFIX = "card_"
+EMOJI_URL = re.compile(r"https://cdn\.discordapp\.com/emojis/(?P<id>\d{1,20})\.(?:png|webp|gif)")
 
 
 def avatar_image(picture: bytes) -> bytes:
@@ -56,6 +60,21 @@ def avatar_image(picture: bytes) -> bytes:
     raise ValueError("the picture does not shrink under 256 KiB")
 
 
+async def release_card_avatar(bot: PersonaeBot, avatar_url: str | None) -> None:
+    """Delete the application emoji that hosted a card's picture, once its personality is gone: an
+    application holds at most 2,000, and nothing else uses it. Any other avatar is left alone."""
+    match = EMOJI_URL.fullmatch(avatar_url or "")
+    if match is None:
+        return
+    try:
+        emoji = await bot.fetch_application_emoji(int(match["id"]))
+        if emoji.name.startswith(CARD_EMOJI_PREFIX):
+            await emoji.delete()
+    except discord.HTTPException as exc:
+        # The personality is deleted either way; a leftover emoji costs only a slot.
+        log.warning("Could not delete the card avatar emoji %s: %s", match["id"], exc)
+
+
 class CardCommands(commands.Cog):
     """/personality import and export (part of PersonalityCog); the card rules live in memory.owners.cards."""
 
@@ -71,7 +90,9 @@ class CardCommands(commands.Cog):
             log.info("A card's picture could not be made an avatar: %s", exc)
             return None, "the card's picture could not be read"
         try:
-            emoji = await self.bot.create_application_emoji(name=f"card_{secrets.token_hex(8)}", image=image)
+            emoji = await self.bot.create_application_emoji(
+                name=f"{CARD_EMOJI_PREFIX}{secrets.token_hex(8)}", image=image
+            )
         except discord.HTTPException as exc:
             log.warning("Discord refused a card's picture as an application emoji: %s", exc)
             return None, f"Discord refused to store the card's picture ({exc.text or exc.status})"

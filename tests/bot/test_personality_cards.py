@@ -76,6 +76,21 @@ class DiscordMedia:
                     "available": True,
                     "roles": [],
                 }
+            if parts[0] == "applications" and parts[-2] == "emojis":
+                found = [e for e in self.emojis if e["id"] == parts[-1]]
+                if not found:
+                    return 404, {"message": "Unknown Emoji", "code": 10014}
+                if method == "DELETE":
+                    self.emojis.remove(found[0])
+                    return 204, None
+                emoji = {k: v for k, v in found[0].items() if k != "image"}
+                return 200, {
+                    **emoji,
+                    "require_colons": True,
+                    "managed": False,
+                    "available": True,
+                    "roles": [],
+                }
             return answer(method, parts, payload, files)
 
         http._answer = with_emojis  # type: ignore[method-assign]
@@ -244,3 +259,15 @@ async def test_export_gives_the_owner_a_card_that_imports_back(media: DiscordMed
     )
     async with runtime.sessionmaker() as session:
         assert await session.scalar(select(func.count()).select_from(Personality)) == 2
+
+
+async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_picture(
+    media: DiscordMedia, runtime: Any
+) -> None:
+    await media.import_card(card_png(SERAPHINA_V2), "seraphina.png")
+    media.emojis.append({"id": "777", "name": "not_ours", "animated": False, "image": ""})
+    [_, other] = media.emojis
+    asked = await media.harness.command("personality delete", user=OWNER, personality="seraphina")
+    await media.harness.click(asked.reply, "Delete", user=OWNER)
+    assert "Deleted **Seraphina**" in asked.reply.content
+    assert media.emojis == [other]  # only the card's own emoji goes
