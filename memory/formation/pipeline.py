@@ -34,7 +34,10 @@ Formed = TypeVar("Formed")
 # queue behind the LLM limit (bench.ingest's default row: 63/s with 1, 77 with 2, 69-81 with 3, 65
 # with 4, the process's CPU then in full use).
 AHEAD = 2
-CLAIM_SECONDS = 10.0
+# Each claim ends in a drain: its last batches are written while none is summarized. Against a
+# provider taking 8 calls at once a drain idled it ~1 s, a tenth of a 10 s claim; 30 s makes that a
+# thirtieth, and a claim's transaction (an advisory lock, no row locked) stays short all the same.
+CLAIM_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)

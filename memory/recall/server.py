@@ -13,23 +13,18 @@ from qdrant_client import models as qm
 from memory.recall import index as contract
 from memory.recall.index import (
     DENSE_VECTOR,
-    PAYLOAD_FIELDS,
     SPARSE_VECTOR,
-    Candidates,
     PayloadKind,
+    QueryVector,
+    ScrollOffset,
+    VectorIndex,
     as_uuid,
-    dimension_error,
-    payload_dict,
-    usable_sparse,
-    warn_if_other_keyword_encoder,
 )
 from memory.recall.keywords import KEYWORD_ENCODER
 from memory.types import IndexPoint, RecallFilter, ScoredId, SparseVector
 
 # The collection's metadata names the keyword encoder of its sparse vectors.
 _KEYWORDS_KEY = "keyword_encoder"
-# is_tenant: the server co-locates each user's points, the filter every search starts from.
-_TENANT_FIELD = "user_id"
 _SCHEMA: dict[PayloadKind, Any] = {
     PayloadKind.INTEGER: qm.PayloadSchemaType.INTEGER,
     PayloadKind.KEYWORD: qm.PayloadSchemaType.KEYWORD,
@@ -38,13 +33,14 @@ _SCHEMA: dict[PayloadKind, Any] = {
 }
 
 
-def _field_schema(field: str, kind: PayloadKind) -> Any:
-    if field == _TENANT_FIELD:
+def _field_schema(kind: PayloadKind, tenant: bool) -> Any:
+    # is_tenant: the server co-locates each user's points, the filter every search starts from.
+    if tenant:
         return qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
     return _SCHEMA[kind]
 
 
-class QdrantServerIndex:
+class QdrantServerIndex(VectorIndex):
     """The index on a Qdrant server or cluster (or qdrant-client's local mode in tests), shared by processes.
 
     Both sides of a search go in one `query_batch_points` call; the vectors are the same as Edge's
@@ -89,22 +85,22 @@ class QdrantServerIndex:
                     raise
         await self._check_existing(dense_dim)
         # Re-creating an existing payload index is a no-op on the server, so this stays idempotent.
-        for field, kind in PAYLOAD_FIELDS.items():
+        for field, kind, tenant in contract.payload_indexes():
             await self._client.create_payload_index(
-                self._collection, field, field_schema=_field_schema(field, kind), wait=True
+                self._collection, field, field_schema=_field_schema(kind, tenant), wait=True
             )
         self._dense_dim = dense_dim
 
     async def _check_existing(self, dense_dim: int) -> None:
         info = await self._client.get_collection(self._collection)
-        warn_if_other_keyword_encoder(
+        contract.warn_if_other_keyword_encoder(
             f"collection {self._collection!r}", (info.config.metadata or {}).get(_KEYWORDS_KEY)
         )
         vectors = info.config.params.vectors
         params = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
         if params is None or params.size != dense_dim:
             found = params.size if params is not None else "none named 'dense'"
-            raise dimension_error(f"collection {self._collection!r}", found, dense_dim)
+            raise contract.dimension_error(f"collection {self._collection!r}", found, dense_dim)
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or replace points by id (waits until they are searchable)."""
@@ -119,7 +115,7 @@ class QdrantServerIndex:
                         DENSE_VECTOR: p.dense,
                         SPARSE_VECTOR: qm.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
                     },
-                    payload=payload_dict(p.payload),
+                    payload=contract.payload_dict(p.payload),
                 )
                 for p in points
             ],
@@ -134,36 +130,20 @@ class QdrantServerIndex:
             self._collection, points_selector=qm.PointIdsList(points=[str(i) for i in ids]), wait=True
         )
 
-    async def search(
-        self,
-        *,
-        dense: list[float] | None,
-        sparse: SparseVector | None,
-        flt: RecallFilter,
-        limit: int,
-    ) -> Candidates:
-        """The nearest points of each side given, within flt, in one batch of queries."""
-        sparse = usable_sparse(sparse)
+    async def _nearest(
+        self, queries: list[tuple[str, QueryVector]], flt: RecallFilter, limit: int
+    ) -> list[list[ScoredId]]:
         condition = _server_filter(flt)
-        requests: list[qm.QueryRequest] = []
-        if dense is not None:
-            requests.append(qm.QueryRequest(query=dense, using=DENSE_VECTOR, filter=condition, limit=limit))
-        if sparse is not None:
-            keywords = qm.SparseVector(indices=sparse.indices, values=sparse.values)
-            requests.append(
-                qm.QueryRequest(query=keywords, using=SPARSE_VECTOR, filter=condition, limit=limit)
-            )
-        if not requests or limit <= 0:
-            return Candidates(dense=[], keyword=[])
-        results = iter(await self._client.query_batch_points(self._collection, requests=requests))
-        sides = [
-            [ScoredId(id=as_uuid(p.id), score=p.score) for p in next(results).points] if given else []
-            for given in (dense is not None, sparse is not None)
+        requests = [
+            qm.QueryRequest(query=_server_vector(vector), using=name, filter=condition, limit=limit)
+            for name, vector in queries
         ]
-        return Candidates(dense=sides[0], keyword=sides[1])
+        results = await self._client.query_batch_points(self._collection, requests=requests)
+        return [[ScoredId(id=as_uuid(p.id), score=p.score) for p in result.points] for result in results]
 
-    async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
-        """Every id in the collection, or those of one personality."""
+    async def _scroll_page(
+        self, personality_id: int | None, offset: ScrollOffset, limit: int
+    ) -> tuple[list[uuid.UUID], ScrollOffset]:
         condition = (
             None
             if personality_id is None
@@ -171,20 +151,15 @@ class QdrantServerIndex:
                 must=[qm.FieldCondition(key="personality_id", match=qm.MatchValue(value=personality_id))]
             )
         )
-        found: set[uuid.UUID] = set()
-        offset: Any = None
-        while True:
-            records, offset = await self._client.scroll(
-                self._collection,
-                scroll_filter=condition,
-                limit=contract.SCROLL_PAGE,
-                offset=offset,
-                with_payload=False,
-                with_vectors=False,
-            )
-            found.update(as_uuid(r.id) for r in records)
-            if offset is None:
-                return found
+        records, next_offset = await self._client.scroll(
+            self._collection,
+            scroll_filter=condition,
+            limit=limit,
+            offset=str(offset) if isinstance(offset, uuid.UUID) else offset,
+            with_payload=False,
+            with_vectors=False,
+        )
+        return [as_uuid(r.id) for r in records], next_offset
 
     async def count(self) -> int:
         """The exact number of points."""
@@ -193,6 +168,12 @@ class QdrantServerIndex:
     async def close(self) -> None:
         """Close the client."""
         await self._client.close()
+
+
+def _server_vector(vector: QueryVector) -> list[float] | qm.SparseVector:
+    if isinstance(vector, SparseVector):
+        return qm.SparseVector(indices=vector.indices, values=vector.values)
+    return vector
 
 
 def _server_filter(flt: RecallFilter) -> qm.Filter:
