@@ -267,7 +267,9 @@ class Memory(Base):
     __table_args__ = (
         CheckConstraint("mode IN ('verbatim', 'summarized', 'hybrid')", name="mode"),
         CheckConstraint("state IN ('formed', 'indexed', 'deleted')", name="state"),
-        Index("ix_memories_owner", "personality_id", "user_id"),
+        # The owner's memories, and within them one conversation's in time order: recall's neighbours
+        # of a hit are read by this index, not by a scan of a heavy user's every memory.
+        Index("ix_memories_owner_thread", "personality_id", "user_id", "conversation_id", "occurred_at"),
         Index("ix_memories_state", "state", postgresql_where=text("state <> 'indexed'")),
     )
 

@@ -110,4 +110,4 @@ async def test_reply_links_are_filled_for_the_existing_log(scratch_engine: Async
         assert "reply_to_id" not in {c["name"] for c in columns}
         assert await connection.scalar(text("SELECT count(*) FROM messages")) == 9
     await upgrade_database(scratch_engine)
-    assert await current_revision(scratch_engine) == "0003_steering"
+    assert await current_revision(scratch_engine) == "0004_memory_threads"
