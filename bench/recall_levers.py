@@ -30,8 +30,12 @@ def _keyword_text_without(drop: str) -> Callable[..., str]:
     return text
 
 
-async def _no_neighbours(session: Any, memory: Any) -> list[Any]:
-    return []
+async def _no_neighbours(session: Any, memories: Any) -> dict[Any, Any]:
+    return {}
+
+
+def _names_kept(query: str, names: Any) -> str:
+    return query
 
 
 def _rrf(candidates: Candidates, **_: Any) -> dict[uuid.UUID, float]:
@@ -44,6 +48,7 @@ def _rrf(candidates: Candidates, **_: Any) -> dict[uuid.UUID, float]:
 
 LEVERS: dict[str, tuple[Any, str, Any]] = {
     "neighbours": (search, "_neighbours", _no_neighbours),
+    "names": (search, "dense_query", _names_kept),
     "date": (store, "keyword_text", _keyword_text_without("date")),
     "previous": (store, "keyword_text", _keyword_text_without("previous")),
     "blend": (search, "fuse", _rrf),

@@ -235,7 +235,7 @@ def main() -> None:
         "--without",
         nargs="*",
         default=[],
-        help="levers to switch off, to measure each: neighbours, date, previous, blend, weights",
+        help="levers to switch off, to measure each: neighbours, names, date, previous, blend, weights",
     )
     args = parser.parse_args()
     if args.without:

@@ -1,9 +1,10 @@
 """Recall: the user's memories of a personality that best match a query, in the venue asking.
 
-The index finds candidates by meaning (dense) and by keyword (sparse) within the venue's filter; the
-two lists are fused here, whatever the backend; the text then comes from Postgres, re-checking
-ownership, so a stale index entry can neither leak nor revive a forgotten memory. The exchanges
-just before and after the best memory follow it: what was said around an answer often completes it.
+The index finds candidates by meaning (dense, the query without the participants' names:
+memory.recall.query) and by keyword (sparse) within the venue's filter; the two lists are fused here,
+whatever the backend; the text then comes from Postgres, re-checking ownership, so a stale index
+entry can neither leak nor revive a forgotten memory. The exchanges just before and after the best
+memory come with it, when the words fit: what was said around an answer often completes it.
 Memories their user pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.recall.index import Candidates
 from memory.recall.keywords import encode_sparse_query
+from memory.recall.query import dense_query
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import Memory, Message, UserSettings
@@ -40,6 +42,15 @@ MIN_DENSE_SIMILARITY = 0.1
 # the query, or its meaning is this close (related texts score 0.2 and up against a short query with
 # the local MiniLM, unrelated ones about 0). A pin the query is not about keeps its rank, or stays away.
 PIN_MIN_SIMILARITY = 0.25
+# The words a recall returns, on average per memory asked for, context included: the exchanges around
+# the best memories come with them only while the whole answer stays within limit x this. Recall is
+# not bought with bigger memories; on long conversations (about 58 words a memory) this leaves room
+# for one or two neighbours in ten, which pay more there than the same slots given to more hits.
+CONTEXT_WORDS_PER_MEMORY = 65
+# The best memories whose neighbours may come with them, best first. The neighbours of the best
+# three measured one question better than those of the best alone on long conversations, for one
+# more window of the conversation read per recall (2-4 ms there): not worth it.
+CONTEXT_HITS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,9 @@ class RecalledMemory:
     summarized: bool
     summarizer: str
     pinned: bool = False
+    # The memories said just before and after it in its conversation whose text came with it, in
+    # `content` and `source_message_ids` (conversation order); `id`, `score` and the rest are its own.
+    context: tuple[uuid.UUID, ...] = ()
 
 
 def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[uuid.UUID, float]:
@@ -83,17 +97,18 @@ async def recall(
 ) -> list[RecalledMemory]:
     """The user's memories of this personality that best match the query, for this venue only.
 
-    Best first by fused score (`fuse`), the most recent first among equals, except that the memories
-    just before and after the best one in its conversation come right after it, and that relevant
-    pinned memories come before all of them (`pins_first`). The query is searched as given: callers
-    pass user text with its chat-template tokens removed.
+    Best first by fused score (`fuse`), the most recent first among equals, except that relevant
+    pinned memories come before all of them (`pins_first`). The first carries the exchanges just
+    before and after it as context while the words fit (`with_context`). The query is searched as
+    given: callers pass user text with its chat-template tokens removed.
     """
     query = query.strip()
     if not query or limit <= 0:
         return []
     index = await store.ready()
     allow_dm = guild_id is not None and await _allows_dm_memories_in_guilds(store, user_id, personality_id)
-    dense = (await store.embedder.embed([query]))[0]
+    names = await store.participants.of(personality_id, user_id)
+    dense = (await store.embedder.embed([dense_query(query, names)]))[0]
     flt = RecallFilter(personality_id=personality_id, user_id=user_id, guild_id=guild_id, allow_dm=allow_dm)
     found = await index.search(
         dense=dense, sparse=encode_sparse_query(query), flt=flt, limit=max(CANDIDATES, limit * 2)
@@ -125,22 +140,11 @@ async def recall(
             )
         ).all()
         ranked = sorted(rows, key=lambda m: (-scores[m.id], -m.occurred_at.timestamp(), m.id))
-        if ranked:
-            ranked = _after_first(ranked, await _neighbours(session, ranked[0]))
-    ranked = pins_first(ranked, about)
+        hits = pins_first(ranked, about)[:limit]
+        around = await _neighbours(session, hits[:CONTEXT_HITS])
     return [
-        RecalledMemory(
-            id=m.id,
-            score=scores.get(m.id, 0.0),
-            content=m.content,
-            content_verbatim=m.content_verbatim,
-            source_message_ids=list(m.source_message_ids),
-            occurred_at=m.occurred_at,
-            summarized=m.summarized,
-            summarizer=m.summarizer,
-            pinned=m.pinned,
-        )
-        for m in ranked[:limit]
+        _recalled(hit, context, scores.get(hit.id, 0.0))
+        for hit, context in with_context(hits, around, budget=limit * CONTEXT_WORDS_PER_MEMORY)
     ]
 
 
@@ -151,52 +155,123 @@ def pins_first(ranked: Sequence[Memory], about: Collection[uuid.UUID]) -> list[M
     return pins + [m for m in ranked if m.id not in ahead]
 
 
-def _after_first(ranked: Sequence[Memory], neighbours: Sequence[Memory]) -> list[Memory]:
-    """The neighbours inserted right after the first memory, each memory once; the tail moves down."""
-    seen = {ranked[0].id}
-    out = [ranked[0]]
-    for memory in [*neighbours, *ranked[1:]]:
-        if memory.id not in seen:
-            seen.add(memory.id)
-            out.append(memory)
+Around = tuple[Memory | None, Memory | None]  # the memories just before and after one, in its conversation
+
+
+def with_context(
+    hits: Sequence[Memory], around: Mapping[uuid.UUID, Around], *, budget: int
+) -> list[tuple[Memory, Around]]:
+    """Each hit with the neighbours that come with it: those of the hits in `around`, best hit first,
+    each neighbour once, never one recalled as a hit itself, and only while the words of the whole
+    answer (hits and context) stay within `budget`. The hits themselves are never cut.
+    """
+    words = sum(_words(m) for m in hits)
+    taken = {m.id for m in hits}
+    out: list[tuple[Memory, Around]] = []
+    for hit in hits:
+        kept: list[Memory | None] = []
+        for neighbour in around.get(hit.id, (None, None)):
+            if neighbour is None or neighbour.id in taken or words + _words(neighbour) > budget:
+                kept.append(None)
+                continue
+            taken.add(neighbour.id)
+            words += _words(neighbour)
+            kept.append(neighbour)
+        out.append((hit, (kept[0], kept[1])))
     return out
 
 
-async def _neighbours(session: AsyncSession, memory: Memory) -> list[Memory]:
-    """The memories of the same user just before and after this one in its conversation (not forgotten).
+def _words(memory: Memory) -> int:
+    return len(memory.content.split())
+
+
+def _recalled(hit: Memory, context: Around, score: float) -> RecalledMemory:
+    before, after = context
+    parts = [m for m in (before, hit, after) if m is not None]
+    return RecalledMemory(
+        id=hit.id,
+        score=score,
+        content="\n".join(m.content for m in parts),
+        content_verbatim=hit.content_verbatim,
+        source_message_ids=[source for m in parts for source in m.source_message_ids],
+        occurred_at=hit.occurred_at,
+        summarized=hit.summarized,
+        summarizer=hit.summarizer,
+        pinned=hit.pinned,
+        context=tuple(m.id for m in parts if m is not hit),
+    )
+
+
+async def _neighbours(session: AsyncSession, memories: Sequence[Memory]) -> dict[uuid.UUID, Around]:
+    """The memories of the same user just before and after each of these in its conversation (not
+    forgotten), in one query; a memory of no conversation has none.
 
     Conversation order is the log order of each memory's first message. Only memories at the
-    nearest earlier time, the same time, or the nearest later time are read: an imported transcript
-    may give a whole session one timestamp.
+    nearest earlier time, the same time, or the nearest later time of each are read: an imported
+    transcript may give a whole session one timestamp.
     """
-    if memory.conversation_id is None:
-        return []
-    same = (
-        Memory.personality_id == memory.personality_id,
-        Memory.user_id == memory.user_id,
-        Memory.conversation_id == memory.conversation_id,
+    placed = [m for m in memories if m.conversation_id is not None]
+    if not placed:
+        return {}
+    owner = (
+        Memory.personality_id == placed[0].personality_id,
+        Memory.user_id == placed[0].user_id,
         Memory.state != MemoryState.DELETED.value,
     )
-    at = memory.occurred_at
-    earlier = select(func.max(Memory.occurred_at)).where(*same, Memory.occurred_at < at).scalar_subquery()
-    later = select(func.min(Memory.occurred_at)).where(*same, Memory.occurred_at > at).scalar_subquery()
-    rows = (
-        await session.execute(
-            select(Memory, Message.id)
-            .join(
-                Message,
-                (Message.conversation_id == Memory.conversation_id)
-                & (Message.external_id == Memory.source_message_ids[1]),
-            )
-            .where(*same, Memory.occurred_at.between(func.coalesce(earlier, at), func.coalesce(later, at)))
-            .order_by(Memory.occurred_at, Message.id)
+    windows, lows, highs = [], [], []
+    for memory in placed:
+        same = (*owner, Memory.conversation_id == memory.conversation_id)
+        at = memory.occurred_at
+        # The nearest times before and after, each the first entry of the owner-thread index that way.
+        earlier = (
+            select(Memory.occurred_at)
+            .where(*same, Memory.occurred_at < at)
+            .order_by(Memory.occurred_at.desc())
+            .limit(1)
+            .scalar_subquery()
         )
-    ).all()
-    order = [m for m, _ in rows]
-    position = next((i for i, m in enumerate(order) if m.id == memory.id), None)
-    if position is None:
-        return []
-    return order[max(0, position - 1) : position] + order[position + 1 : position + 2]
+        later = (
+            select(Memory.occurred_at)
+            .where(*same, Memory.occurred_at > at)
+            .order_by(Memory.occurred_at)
+            .limit(1)
+            .scalar_subquery()
+        )
+        lows.append(func.coalesce(earlier, at))
+        highs.append(func.coalesce(later, at))
+        windows.append(
+            and_(
+                Memory.conversation_id == memory.conversation_id,
+                Memory.occurred_at.between(lows[-1], highs[-1]),
+            )
+        )
+    # Conversation order within the windows (close memories' windows overlap: the merged order is
+    # still the conversation's), and each memory's neighbours in it: only theirs are read whole.
+    thread, order = Memory.conversation_id, (Memory.occurred_at, Message.id)
+    line = (
+        select(
+            Memory.id,
+            func.lag(Memory.id).over(partition_by=thread, order_by=order).label("before"),
+            func.lead(Memory.id).over(partition_by=thread, order_by=order).label("after"),
+        )
+        .join(
+            Message,
+            (Message.conversation_id == Memory.conversation_id)
+            & (Message.external_id == Memory.source_message_ids[1]),
+        )
+        # The span of all windows, for the index to read only that range; then each window.
+        .where(*owner, Memory.occurred_at.between(func.least(*lows), func.greatest(*highs)), or_(*windows))
+        .subquery("line")
+    )
+    rows = await session.execute(
+        select(line.c.id, line.c.before == Memory.id, Memory)
+        .join(Memory, or_(Memory.id == line.c.before, Memory.id == line.c.after))
+        .where(line.c.id.in_([m.id for m in placed]))
+    )
+    around: dict[uuid.UUID, list[Memory | None]] = {m.id: [None, None] for m in placed}
+    for memory_id, is_before, neighbour in rows:
+        around[memory_id][0 if is_before else 1] = neighbour
+    return {memory_id: (before, after) for memory_id, (before, after) in around.items()}
 
 
 async def _allows_dm_memories_in_guilds(store: MemoryStore, user_id: str, personality_id: int) -> bool:

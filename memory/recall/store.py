@@ -22,6 +22,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from memory.recall.embedders import Embedder
 from memory.recall.index import PAYLOAD_FIELDS, VectorIndex
 from memory.recall.keywords import encode_sparse, keyword_text
+from memory.recall.query import ParticipantNames
 from memory.types import IndexPoint, MemoryPayload, MemoryState
 from models import Memory, Message
 
@@ -225,6 +226,8 @@ class MemoryStore:
         self.sessionmaker = sessionmaker
         self.index = index
         self.embedder = embedder
+        # Who talks in a user's memories of a personality: left out of the dense query (recall).
+        self.participants = ParticipantNames(sessionmaker)
         self._collection_ready = False
 
     @property

@@ -743,60 +743,6 @@ async def test_reindex_keys_memories_exactly_as_formation_did(
     ] == formed
 
 
-async def test_recall_brings_the_exchanges_around_the_best_memory(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
-) -> None:
-    p = await add_personality(sessionmaker, "Lilith")
-    topics = ["the weather", "my garden", "Zephyrine's wedding", "the dress I wore", "the cake", "my commute"]
-    turns = [
-        turn
-        for topic in topics
-        for turn in (("user", f"Let me tell you about {topic}"), ("assistant", "Go on"))
-    ]
-    await add_chat(sessionmaker, p, turns, guild_id="g1", channel_id="c1")
-    # Bob talks in the same channel, between Alice's exchanges in time: never Alice's neighbour.
-    await add_chat(
-        sessionmaker,
-        p,
-        [("user", "Zephyrine's wedding was lovely"), ("assistant", "Indeed")],
-        user_id="u2",
-        user_name="Bob",
-        guild_id="g1",
-        channel_id="c1",
-        prefix="b",
-        start=5,
-    )
-    # An imported history may give a whole session one timestamp: the log's order still tells.
-    async with sessionmaker.begin() as session:
-        await session.execute(update(Message).values(created_at=T0))
-    await service.form_pending()
-    by_topic = {
-        m.content.split("about ")[1].split("\n")[0]: m
-        for m in await memories(sessionmaker)
-        if m.user_id == "u1"
-    }
-
-    found = await service.recall(
-        personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=3
-    )
-    assert [m.id for m in found] == [
-        by_topic[t].id for t in ("Zephyrine's wedding", "my garden", "the dress I wore")
-    ]
-
-    # A forgotten memory is never a neighbour: the next one before it takes its place.
-    await service.forget(user_id="u1", memory_ids=[by_topic["my garden"].id])
-    found = await service.recall(
-        personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=3
-    )
-    assert [m.id for m in found] == [
-        by_topic[t].id for t in ("Zephyrine's wedding", "the weather", "the dress I wore")
-    ]
-    bob = await service.recall(
-        personality_id=p.id, user_id="u2", query="Zephyrine wedding", guild_id="g1", limit=3
-    )
-    assert [m.source_message_ids for m in bob] == [["b5", "b6"]]
-
-
 async def messages_of(sessionmaker: async_sessionmaker[AsyncSession]) -> dict[str, Message]:
     async with sessionmaker() as session:
         return {m.external_id: m for m in (await session.scalars(select(Message))).all()}

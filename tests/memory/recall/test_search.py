@@ -1,15 +1,26 @@
-"""The fusion of the two sides of a search (end-to-end recall is in tests/memory/test_service.py)."""
+"""The fusion of the two sides of a search, the context that comes with the best memories, and the
+dense query without the participants' names (more end-to-end recall in tests/memory/test_service.py)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.llm import LLMClient
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.embedders import Embedder
 from memory.recall.index import Candidates
-from memory.recall.search import DENSE_WEIGHT, fuse, pins_first
+from memory.recall.query import ParticipantNames, dense_query
+from memory.recall.search import DENSE_WEIGHT, fuse, pins_first, with_context
+from memory.service import MemoryService
 from memory.types import ScoredId
-from models import Memory
+from models import Memory, Message, Personality
+from tests.memory.test_service import T0, add_chat, add_personality, make_service, memories
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
@@ -60,3 +71,150 @@ def test_pins_first_moves_only_the_pins_the_query_is_about() -> None:
     assert [m.id for m in pins_first(ranked, {A, B, D})] == [B, A, C, D]
     assert [m.id for m in pins_first(ranked, {A, B, C})] == [B, C, A, D]
     assert [m.id for m in pins_first(ranked, set())] == [A, B, C, D]
+
+
+def test_dense_query_leaves_out_the_participants_names() -> None:
+    names = {"Melanie", "Jon", "Ana Lima"}
+    assert (
+        dense_query("What activities does Melanie partake in?", names) == "What activities does partake in?"
+    )
+    assert (
+        dense_query("Which cities has Jon visited? Jon's trips too", names)
+        == "Which cities has visited? trips too"
+    )
+    # A full name, or its first word; whole words only, as written.
+    assert dense_query("Did Ana Lima or Ana call Jonathan?", names) == "Did or call Jonathan?"
+    assert dense_query("what did jon say?", names) == "what did jon say?"
+    # Nothing but names: searched as given. No names known: as given.
+    assert dense_query("Melanie?", names) == "Melanie?"
+    assert dense_query("Where has Melanie camped?", set()) == "Where has Melanie camped?"
+
+
+def memory(n: int, words: int) -> Memory:
+    return Memory(id=uuid.UUID(int=100 + n), content=" ".join(["w"] * words))
+
+
+def test_with_context_attaches_neighbours_to_the_best_hits_while_the_words_fit() -> None:
+    h1, h2, h3, h4 = (memory(i, 10) for i in range(4))
+    before1, after1, after2, before4 = memory(10, 5), memory(11, 30), memory(12, 5), memory(13, 1)
+    around = {
+        h1.id: (before1, after1),
+        h2.id: (h1, after2),  # h1 is a hit itself: never context as well
+        h3.id: (None, after2),  # already came with h2: once only
+        h4.id: (before4, None),
+    }
+    # Budget 50: the hits take 40; before1 fits (45), after1 would not (75), after2 does (50).
+    out = with_context([h1, h2, h3, h4], around, budget=50)
+    assert [(hit.id, context) for hit, context in out] == [
+        (h1.id, (before1, None)),
+        (h2.id, (None, after2)),
+        (h3.id, (None, None)),
+        (h4.id, (None, None)),
+    ]
+    # A bigger budget: everything that is not a hit or taken comes, best hit first.
+    roomy = with_context([h1, h2, h3, h4], around, budget=1000)
+    assert [context for _, context in roomy] == [
+        (before1, after1),
+        (None, after2),
+        (None, None),
+        (before4, None),
+    ]
+    # The hits are never cut, whatever the budget.
+    assert [hit.id for hit, _ in with_context([h1, h2], {}, budget=0)] == [h1.id, h2.id]
+
+
+@pytest.fixture
+async def service(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
+) -> AsyncIterator[MemoryService]:
+    index = EdgeVectorIndex(tmp_path / "qdrant")
+    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
+    await index.close()
+
+
+TOPICS = ["the weather", "my garden", "Zephyrine's wedding", "the dress I wore", "the cake", "my commute"]
+
+
+async def test_the_best_memories_come_with_the_exchanges_around_them(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    turns = [
+        turn
+        for topic in TOPICS
+        for turn in (("user", f"Let me tell you about {topic}"), ("assistant", "Go on"))
+    ]
+    await add_chat(sessionmaker, p, turns, guild_id="g1", channel_id="c1")
+    # Bob talks in the same channel, between Alice's exchanges in time: never Alice's neighbour.
+    await add_chat(
+        sessionmaker,
+        p,
+        [("user", "Zephyrine's wedding was lovely"), ("assistant", "Indeed")],
+        user_id="u2",
+        user_name="Bob",
+        guild_id="g1",
+        channel_id="c1",
+        prefix="b",
+        start=5,
+    )
+    # An imported history may give a whole session one timestamp: the log's order still tells.
+    async with sessionmaker.begin() as session:
+        await session.execute(update(Message).values(created_at=T0))
+    await service.form_pending()
+    alice = {
+        m.content.split("about ")[1].split("\n")[0]: m
+        for m in await memories(sessionmaker)
+        if m.user_id == "u1"
+    }
+
+    [best] = await service.recall(
+        personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=1
+    )
+    garden, wedding, dress = (alice[t] for t in ("my garden", "Zephyrine's wedding", "the dress I wore"))
+    assert best.id == wedding.id and best.context == (garden.id, dress.id)
+    # Its own score and date; the text and messages of all three, in conversation order.
+    assert best.content == "\n".join(m.content for m in (garden, wedding, dress))
+    assert best.source_message_ids == ["m2", "m3", "m4", "m5", "m6", "m7"]
+    assert best.occurred_at == wedding.occurred_at and best.content_verbatim == wedding.content_verbatim
+
+    # A neighbour recalled as a hit itself does not come again as context.
+    found = await service.recall(
+        personality_id=p.id, user_id="u1", query="Zephyrine wedding, the dress I wore", guild_id="g1", limit=2
+    )
+    assert {m.id for m in found} == {wedding.id, dress.id}
+    around = {wedding.id: (garden.id, dress.id), dress.id: (wedding.id, alice["the cake"].id)}[found[0].id]
+    assert found[0].context == tuple(i for i in around if i not in {wedding.id, dress.id})
+    assert len(found[0].context) == 1 and found[1].context == ()
+
+    # A forgotten memory is never a neighbour: the next one before it takes its place.
+    await service.forget(user_id="u1", memory_ids=[garden.id])
+    [best] = await service.recall(
+        personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=1
+    )
+    assert best.context == (alice["the weather"].id, dress.id) and "garden" not in best.content
+    bob = await service.recall(
+        personality_id=p.id, user_id="u2", query="Zephyrine wedding", guild_id="g1", limit=3
+    )
+    assert [(m.source_message_ids, m.context) for m in bob] == [(["b5", "b6"], ())]
+
+
+async def test_the_participants_are_the_personality_and_the_names_the_user_spoke_under(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith", display_name="Lady Lilith")
+    await add_chat(sessionmaker, p, [("user", "I planted tulips"), ("assistant", "Lovely")])
+    await add_chat(sessionmaker, p, [("user", "Hi"), ("assistant", "Hello")], user_id="u2", user_name="Bob")
+    await service.form_pending()
+    participants = ParticipantNames(sessionmaker)
+    assert await participants.of(p.id, "u1") == {"Lady Lilith", "Alice"}
+    assert await participants.of(p.id, "u2") == {"Lady Lilith", "Bob"}
+    assert await participants.of(p.id, "nobody") == {"Lady Lilith"}
+    # Read once, then kept: a rename shows after NAMES_TTL (the old name is left out meanwhile).
+    async with sessionmaker.begin() as session:
+        await session.execute(update(Personality).where(Personality.id == p.id).values(display_name="Lili"))
+    assert await participants.of(p.id, "u1") == {"Lady Lilith", "Alice"}
+    assert await ParticipantNames(sessionmaker).of(p.id, "u1") == {"Lili", "Alice"}
+    # A question naming them finds what the same question without the names finds.
+    for query in ("Lili, what did Alice plant?", "what did I plant?"):
+        [found] = await service.recall(personality_id=p.id, user_id="u1", query=query, limit=1)
+        assert "tulips" in found.content
