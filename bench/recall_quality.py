@@ -16,7 +16,6 @@ set (any litellm model, SUMMARIZER_API_BASE optional), else from the offline ext
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bench._common import bench_database, percentile, summarizer_models
+from bench._common import bench_database, bench_parser, percentile, summarizer_models
 from bench.locomo import DEV_DIR, dev_dialogues
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
 from memory.formation.importer import TranscriptImporter, read_transcript
@@ -222,9 +221,7 @@ def report(title: str, mode: MemoryMode, scores: Scores, latencies: list[list[fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_parser(__doc__)
     parser.add_argument("--sets", nargs="+", choices=("locomo", "synthetic"), default=["locomo", "synthetic"])
     parser.add_argument(
         "--modes", nargs="+", choices=[m.value for m in MemoryMode], default=[m.value for m in MemoryMode]

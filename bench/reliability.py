@@ -11,7 +11,6 @@ runs them at full scale and records what happened, and the figures, in docs/RELI
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import atexit
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench._common import bench_parser
 from bench.reliability_cases import Scale, all_cases
 from bench.reliability_cases.lab import Cluster, LabPool
 from bench.reliability_cases.runner import AREA_OPTIONS, Row, format_table, markdown, run_case
@@ -116,9 +116,7 @@ def conditions(scale: Scale, rows: list[Row], seconds: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="the CI scale the tests run")
     parser.add_argument("--only", help="run only cases whose id contains this text")
     parser.add_argument("--seed", type=int, default=Scale(quick=True).seed)

@@ -1,23 +1,30 @@
-"""What slash commands read from an interaction: name autocomplete, who invoked them and where, and
-the personality they may manage."""
+"""What slash commands declare and read: `command`, a command and its options in one decorator;
+`CommandPart`, what every cog part shares (the bot, its runtime); name autocomplete; who invoked a
+command and where; the personality they may manage."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 
 from memory.conversations import Venue
 from memory.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from bot.client import PersonaeBot  # noqa: F401 (named by the forward reference below)
+    from bot.client import PersonaeBot
+    from bot.runtime import Runtime
     from models import Personality
 
 MAX_CHOICES = 25  # Discord shows at most this many autocomplete choices
+MAX_QUERY_CHARS = 300
 Interaction = discord.Interaction["PersonaeBot"]
+# What to look for in one's memories (/memory search and browse).
+SearchQuery = app_commands.Range[str, 1, MAX_QUERY_CHARS]
 
 
 async def personality_autocomplete(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -33,6 +40,41 @@ async def model_autocomplete(interaction: Interaction, current: str) -> list[app
     options = ["default", *names, *runtime.personalities.model_allow_list]
     matching = [o for o in options if o.startswith(current.strip())]
     return [app_commands.Choice(name=o, value=o) for o in matching][:MAX_CHOICES]
+
+
+# Options that take a name, completed as the user types wherever a command has them.
+COMPLETED = {"personality": personality_autocomplete, "model": model_autocomplete}
+
+
+def command(
+    name: str, description: str, /, **descriptions: str
+) -> Callable[[Callable[..., Coroutine[Any, Any, None]]], app_commands.Command[Any, ..., None]]:
+    """A slash command in one decorator: its name and description, its options described, and the
+    `personality` and `model` options autocompleted (instead of `app_commands.command`,
+    `app_commands.describe` and `app_commands.autocomplete` on every command)."""
+    completed = {option: COMPLETED[option] for option in descriptions if option in COMPLETED}
+
+    def declare(callback: Callable[..., Coroutine[Any, Any, None]]) -> app_commands.Command[Any, ..., None]:
+        described = app_commands.describe(**descriptions)(callback)
+        if completed:
+            described = app_commands.autocomplete(**completed)(described)
+        return app_commands.command(name=name, description=description)(described)
+
+    return declare
+
+
+class CommandPart(commands.Cog):
+    """What every cog and part of a cog shares: the bot, its runtime, a personality by optional name."""
+
+    bot: PersonaeBot
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.bot.runtime
+
+    async def _personality(self, name: str | None) -> Personality | None:
+        """The personality called `name`, relationships loaded; None when no name was given."""
+        return await self.runtime.personalities.get_detailed(name) if name else None
 
 
 def user_id_of(interaction: Interaction) -> str:

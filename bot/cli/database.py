@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bot.cli.output import command_group
+
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core
 
 
 def add_commands(commands: Subcommands) -> None:
-    db = commands.add_parser("db", help="database schema").add_subparsers(dest="db_command", required=True)
+    db = command_group(commands, "db", "database schema")
     db.add_parser("upgrade", help="apply migrations up to the newest schema").set_defaults(
         handler=cmd_db_upgrade
     )

@@ -3,27 +3,34 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.output import print_table
+from bot.cli.output import add_options, command_group, option_values, print_table
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core
 
 
+# `llm-config add`'s options, each passed on to LLMConfigService.add under its keyword name.
+ADD_OPTIONS: dict[str, dict[str, Any]] = {
+    "api_base": {"help": "endpoint URL, e.g. http://127.0.0.1:8000/v1"},
+    "api_key_env": {"help": "NAME of the environment variable holding the API key"},
+    "temperature": {"type": float, "default": 0.7},
+    "max_tokens": {"type": int, "default": 512},
+    "timeout": {"type": float, "default": 60.0, "help": "seconds per call"},
+    "context_window": {"type": int, "help": "input tokens the model accepts"},
+}
+
+
 def add_commands(commands: Subcommands) -> None:
-    llm = commands.add_parser("llm-config", help="named LLM endpoints (admin only; keys stay in env vars)")
-    lcommands = llm.add_subparsers(dest="llm_config_command", required=True)
+    lcommands = command_group(
+        commands, "llm-config", "named LLM endpoints (admin only; keys stay in env vars)"
+    )
     ladd = lcommands.add_parser("add", help="add a named LLM config that owners can pick")
     ladd.add_argument("name", help="the name owners type, e.g. cheap-summarizer")
     ladd.add_argument("model", help="litellm model string, e.g. openai/gpt-4o-mini")
-    ladd.add_argument("--api-base", help="endpoint URL, e.g. http://127.0.0.1:8000/v1")
-    ladd.add_argument("--api-key-env", help="NAME of the environment variable holding the API key")
-    ladd.add_argument("--temperature", type=float, default=0.7)
-    ladd.add_argument("--max-tokens", type=int, default=512)
-    ladd.add_argument("--timeout", type=float, default=60.0, help="seconds per call")
-    ladd.add_argument("--context-window", type=int, help="input tokens the model accepts")
+    add_options(ladd, ADD_OPTIONS)
     ladd.set_defaults(handler=cmd_llm_config_add)
     lcommands.add_parser("list", help="list LLM configs").set_defaults(handler=cmd_llm_config_list)
     lremove = lcommands.add_parser("remove", help="remove an LLM config (users fall back to the default)")
@@ -32,16 +39,7 @@ def add_commands(commands: Subcommands) -> None:
 
 
 async def cmd_llm_config_add(args: argparse.Namespace, core: Core) -> None:
-    config = await core.llm_configs.add(
-        args.name,
-        model=args.model,
-        api_base=args.api_base,
-        api_key_env=args.api_key_env,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        timeout=args.timeout,
-        context_window=args.context_window,
-    )
+    config = await core.llm_configs.add(args.name, model=args.model, **option_values(args, ADD_OPTIONS))
     print(f"Added LLM config {config.name!r} ({config.model}).")
 
 

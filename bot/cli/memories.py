@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.output import CommandError, print_stats, progress
+from bot.cli.output import CommandError, command_group, print_stats, progress
 from bot.cli.personalities import MEMORY_MODES
 
 IMPORT_FORMATS = ("jsonl", "sillytavern")
@@ -47,8 +47,7 @@ def add_commands(commands: Subcommands) -> None:
     recall.add_argument("--json", action="store_true", help="one JSON object per query")
     recall.set_defaults(handler=cmd_recall, with_memory=True)
 
-    memory = commands.add_parser("memory", help="long-term memory reports")
-    mcommands = memory.add_subparsers(dest="memory_command", required=True)
+    mcommands = command_group(commands, "memory", "long-term memory reports")
     stats = mcommands.add_parser(
         "stats", help="memories by mode and summarizer, storage saving, pending work"
     )

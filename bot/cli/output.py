@@ -1,17 +1,34 @@
-"""How commands talk to the user: failures as one line, progress bars on stderr, listings as aligned
-tables, the storage table."""
+"""How commands are declared and talk to the user: command groups and options passed on as keyword
+arguments, failures as one line, progress bars on stderr, listings as aligned tables, the storage table."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from memory.formation.stats import MemoryStats
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def command_group(commands: Subcommands, name: str, help: str) -> Subcommands:
+    """`personae NAME`, a command whose subcommands are added to what this returns; one is required."""
+    group = commands.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True)
+
+
+def add_options(parser: argparse.ArgumentParser, options: Mapping[str, Mapping[str, Any]]) -> None:
+    """A `--name` option for each keyword name in `options` (`_` written `-`), with its argparse settings."""
+    for name, settings in options.items():
+        parser.add_argument("--" + name.replace("_", "-"), **settings)
+
+
+def option_values(args: argparse.Namespace, options: Mapping[str, object]) -> dict[str, Any]:
+    """The parsed values of `options`, by keyword name: for a call that takes them as they are."""
+    return {name: getattr(args, name) for name in options}
 
 
 class CommandError(Exception):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bot.cli.output import CommandError
+from bot.cli.output import CommandError, add_options, command_group, option_values
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
@@ -16,17 +16,20 @@ if TYPE_CHECKING:
 MEMORY_MODES = ("verbatim", "summarized", "hybrid")
 
 
+# `personality create`'s options passed on to PersonalityService.create under their keyword names.
+CREATE_OPTIONS: dict[str, dict[str, Any]] = {
+    "display_name": {"help": "name shown in Discord (default: NAME)"},
+    "prompt": {"help": "system prompt (default: a short in-character prompt)"},
+    "model": {"help": "litellm chat model string, e.g. openai/gpt-4o-mini"},
+    "memory_mode": {"choices": MEMORY_MODES, "default": "verbatim", "help": "how memories are stored"},
+}
+
+
 def add_commands(commands: Subcommands) -> None:
-    personality = commands.add_parser("personality", help="create and inspect personalities")
-    pcommands = personality.add_subparsers(dest="personality_command", required=True)
+    pcommands = command_group(commands, "personality", "create and inspect personalities")
     create = pcommands.add_parser("create", help="create a personality (an existing one is left unchanged)")
     create.add_argument("name", help="the personality's name; its slug is used in commands")
-    create.add_argument("--display-name", help="name shown in Discord (default: NAME)")
-    create.add_argument("--prompt", help="system prompt (default: a short in-character prompt)")
-    create.add_argument("--model", help="litellm chat model string, e.g. openai/gpt-4o-mini")
-    create.add_argument(
-        "--memory-mode", choices=MEMORY_MODES, default="verbatim", help="how memories are stored"
-    )
+    add_options(create, CREATE_OPTIONS)
     create.add_argument("--owner", help="owner's Discord user id")
     create.set_defaults(handler=cmd_personality_create)
     pcommands.add_parser("list", help="list personalities").set_defaults(handler=cmd_personality_list)
@@ -48,12 +51,7 @@ def add_commands(commands: Subcommands) -> None:
 
 async def cmd_personality_create(args: argparse.Namespace, core: Core) -> None:
     personality, created = await core.personalities.create(
-        args.name,
-        display_name=args.display_name,
-        prompt=args.prompt,
-        model=args.model,
-        memory_mode=args.memory_mode,
-        owner_id=args.owner,
+        args.name, owner_id=args.owner, **option_values(args, CREATE_OPTIONS)
     )
     if created:
         p = personality

@@ -13,7 +13,7 @@ from bot import replies
 from bot.cogs.memory_browse import BrowseCommands
 from bot.cogs.memory_incognito import IncognitoCommands
 from bot.cogs.memory_settings import SettingsCommands, id_of
-from bot.command_options import Interaction, memory_id_of, personality_autocomplete, user_id_of, venue_of
+from bot.command_options import Interaction, SearchQuery, command, memory_id_of, user_id_of, venue_of
 from memory.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -39,11 +39,14 @@ class MemoryCog(
         self.bot = bot
         super().__init__()
 
-    @app_commands.command(name="search", description="Search your memories")
-    @app_commands.describe(query="What to look for", personality="Only this personality's memories")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "search",
+        "Search your memories",
+        query="What to look for",
+        personality="Only this personality's memories",
+    )
     async def search(
-        self, interaction: Interaction, query: app_commands.Range[str, 1, 300], personality: str | None = None
+        self, interaction: Interaction, query: SearchQuery, personality: str | None = None
     ) -> None:
         # Embedding the query can take a moment.
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -61,12 +64,12 @@ class MemoryCog(
         found.sort(key=lambda pair: -pair[0].score)
         await interaction.followup.send(replies.search_results(query, found[:SEARCH_LIMIT]), ephemeral=True)
 
-    @app_commands.command(name="forget", description="Delete one of your memories, or all of them")
-    @app_commands.describe(
+    @command(
+        "forget",
+        "Delete one of your memories, or all of them",
         memory="A memory id from /memory search, or 'all'",
         personality="Only this personality's memories (with 'all')",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete)
     async def forget(
         self, interaction: Interaction, memory: app_commands.Range[str, 1, 64], personality: str | None = None
     ) -> None:
@@ -90,9 +93,9 @@ class MemoryCog(
             ephemeral=True,
         )
 
-    @app_commands.command(name="export", description="Download your memories as a JSONL file")
-    @app_commands.describe(personality="Only this personality's memories")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "export", "Download your memories as a JSONL file", personality="Only this personality's memories"
+    )
     async def export(self, interaction: Interaction, personality: str | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         p = await self._personality(personality)
@@ -107,9 +110,11 @@ class MemoryCog(
         )
         await interaction.followup.send(replies.EXPORT_NOTE, file=file, ephemeral=True)
 
-    @app_commands.command(name="reset", description="Clear the conversation summary in this channel")
-    @app_commands.describe(personality="The personality whose conversation here to reset")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "reset",
+        "Clear the conversation summary in this channel",
+        personality="The personality whose conversation here to reset",
+    )
     async def reset(self, interaction: Interaction, personality: str | None = None) -> None:
         venue = venue_of(interaction)
         p = await self._personality(personality)

@@ -6,45 +6,31 @@ is private to the user, in DMs and guilds alike.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from discord import app_commands
-from discord.ext import commands
-
 from bot import replies
 from bot.browse_views import BrowseListing, BrowseView
-from bot.command_options import Interaction, personality_autocomplete, user_id_of
-
-if TYPE_CHECKING:
-    from bot.client import PersonaeBot
-
-MAX_QUERY_CHARS = 300
+from bot.command_options import CommandPart, Interaction, SearchQuery, command, user_id_of
 
 
-class BrowseCommands(commands.Cog):
+class BrowseCommands(CommandPart):
     """/memory browse (a part of MemoryCog)."""
 
-    bot: PersonaeBot
-
-    @app_commands.command(
-        name="browse", description="Page through your memories to pin, correct or forget them"
-    )
-    @app_commands.describe(
+    @command(
+        "browse",
+        "Page through your memories to pin, correct or forget them",
         personality="Only this personality's memories",
         query="Best matches for this first (default: newest first)",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete)
     async def browse(
         self,
         interaction: Interaction,
         personality: str | None = None,
-        query: app_commands.Range[str, 1, MAX_QUERY_CHARS] | None = None,
+        query: SearchQuery | None = None,
     ) -> None:
         # A search embeds the query: it can take a moment.
         await interaction.response.defer(ephemeral=True, thinking=True)
-        runtime = self.bot.runtime
+        runtime = self.runtime
         uid = user_id_of(interaction)
-        p = await runtime.personalities.get_detailed(personality) if personality else None
+        p = await self._personality(personality)
         personality_id = p.id if p else None
         scope = replies.scope_of(p)
         if query and query.strip():

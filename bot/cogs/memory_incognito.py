@@ -13,7 +13,7 @@ from discord import app_commands
 
 from bot import replies
 from bot.cogs.memory_settings import MemoryPart, id_of
-from bot.command_options import Interaction, personality_autocomplete, user_id_of
+from bot.command_options import Interaction, command, user_id_of
 
 # The choices of the `for` option; until turned off is the default: incognito never lapses unasked.
 DURATIONS: dict[str, timedelta | None] = {
@@ -26,16 +26,14 @@ DURATIONS: dict[str, timedelta | None] = {
 class IncognitoCommands(MemoryPart):
     """/memory incognito (part of MemoryCog)."""
 
-    @app_commands.command(
-        name="incognito", description="Talk without forming memories, for a while or until off"
-    )
-    @app_commands.describe(
+    @command(
+        "incognito",
+        "Talk without forming memories, for a while or until off",
         state="on: nothing you say from now on becomes a memory; off: memories form again",
         personality="Only with this personality (default: with every personality)",
         duration="How long it stays on (default: until you turn it off)",
     )
     @app_commands.rename(duration="for")
-    @app_commands.autocomplete(personality=personality_autocomplete)
     async def incognito(
         self,
         interaction: Interaction,

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from discord import app_commands
-from discord.ext import commands
-
 from bot import replies
-from bot.command_options import Interaction, personality_autocomplete, user_id_of, venue_of
+from bot.command_options import CommandPart, Interaction, command, user_id_of, venue_of
 from bot.persona_replies import persona_status
 from bot.views import ConfirmView
 from memory.formation.mode import effective_mode
 
 if TYPE_CHECKING:
-    from bot.client import PersonaeBot
-    from bot.runtime import Runtime
     from models import Personality
 
 
@@ -24,17 +19,8 @@ def id_of(p: Personality | None) -> int | None:
     return p.id if p else None
 
 
-class MemoryPart(commands.Cog):
+class MemoryPart(CommandPart):
     """What the parts of MemoryCog share."""
-
-    bot: PersonaeBot
-
-    @property
-    def runtime(self) -> Runtime:
-        return self.bot.runtime
-
-    async def _personality(self, name: str | None) -> Personality | None:
-        return await self.runtime.personalities.get_detailed(name) if name else None
 
     def _confirm_forget(
         self, interaction: Interaction, p: Personality | None, done: str, label: str
@@ -51,9 +37,11 @@ class MemoryPart(commands.Cog):
 class SettingsCommands(MemoryPart):
     """/memory status and settings (part of MemoryCog)."""
 
-    @app_commands.command(name="status", description="Your memory settings, storage and pending work")
-    @app_commands.describe(personality="Only this personality (default: all of them)")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "status",
+        "Your memory settings, storage and pending work",
+        personality="Only this personality (default: all of them)",
+    )
     async def status(self, interaction: Interaction, personality: str | None = None) -> None:
         uid = user_id_of(interaction)
         p = await self._personality(personality)
@@ -77,13 +65,13 @@ class SettingsCommands(MemoryPart):
         text += "\n" + replies.incognito_status(incognito) + "\n" + persona_status(persona)
         await interaction.response.send_message(text, ephemeral=True)
 
-    @app_commands.command(name="settings", description="Your own memory preferences")
-    @app_commands.describe(
+    @command(
+        "settings",
+        "Your own memory preferences",
         summarization="enabled: condensed; disabled: word for word; default: the personality's choice",
         memory="on: remember your conversations; off: stop storing new memories",
         personality="Only for this personality (default: for all of them)",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete)
     async def settings(
         self,
         interaction: Interaction,

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from discord import app_commands
 from discord.ext import commands
 
 from bot import persona_replies
-from bot.command_options import Interaction, personality_autocomplete, user_id_of
+from bot.command_options import CommandPart, Interaction, command, user_id_of
 from memory.owners.personas import MAX_ABOUT_CHARS, MAX_NAME_CHARS, MAX_PRONOUNS_CHARS
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
-    from bot.runtime import Runtime
-    from models import Personality
 
 
 class PersonaCog(
-    commands.GroupCog, group_name="persona", group_description="Who you are to the personalities"
+    CommandPart, commands.GroupCog, group_name="persona", group_description="Who you are to the personalities"
 ):
     """Thin commands over PersonaService; every reply is private."""
 
@@ -26,21 +23,14 @@ class PersonaCog(
         self.bot = bot
         super().__init__()
 
-    @property
-    def runtime(self) -> Runtime:
-        return self.bot.runtime
-
-    async def _personality(self, name: str | None) -> Personality | None:
-        return await self.runtime.personalities.get_detailed(name) if name else None
-
-    @app_commands.command(name="set", description="Tell the personalities who you are")
-    @app_commands.describe(
+    @command(
+        "set",
+        "Tell the personalities who you are",
         name=f"The name they call you (up to {MAX_NAME_CHARS} characters)",
         pronouns=f"Your pronouns, e.g. she/her (up to {MAX_PRONOUNS_CHARS} characters)",
         about=f"A few words about you they should know (up to {MAX_ABOUT_CHARS:,} characters)",
         personality="Only for this personality (default: for all of them)",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete)
     async def set_persona(
         self,
         interaction: Interaction,
@@ -56,9 +46,11 @@ class PersonaCog(
         )
         await interaction.response.send_message(persona_replies.persona_saved(persona, p), ephemeral=True)
 
-    @app_commands.command(name="show", description="The persona the personalities know you by")
-    @app_commands.describe(personality="The persona this personality knows you by (default: your global one)")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "show",
+        "The persona the personalities know you by",
+        personality="The persona this personality knows you by (default: your global one)",
+    )
     async def show(self, interaction: Interaction, personality: str | None = None) -> None:
         uid = user_id_of(interaction)
         p = await self._personality(personality)
@@ -70,9 +62,11 @@ class PersonaCog(
         text = persona_replies.persona_shown(p, own, general, others)
         await interaction.response.send_message(text, ephemeral=True)
 
-    @app_commands.command(name="clear", description="Remove your persona")
-    @app_commands.describe(personality="Only this personality's persona (default: your global one)")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "clear",
+        "Remove your persona",
+        personality="Only this personality's persona (default: your global one)",
+    )
     async def clear(self, interaction: Interaction, personality: str | None = None) -> None:
         uid = user_id_of(interaction)
         p = await self._personality(personality)

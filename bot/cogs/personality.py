@@ -16,13 +16,7 @@ from bot import replies
 from bot.cogs.personality_bindings import ChannelBindingCommands
 from bot.cogs.personality_cards import CardCommands, release_card_avatar
 from bot.cogs.personality_summarization import SummarizationCommands
-from bot.command_options import (
-    Interaction,
-    managed_personality,
-    model_autocomplete,
-    personality_autocomplete,
-    user_id_of,
-)
+from bot.command_options import CommandPart, Interaction, command, managed_personality, user_id_of
 from bot.views import ConfirmView
 from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PROMPT_LENGTH
 
@@ -30,20 +24,18 @@ if TYPE_CHECKING:
     from bot.client import PersonaeBot
 
 
-class ProfileCommands(commands.Cog):
+class ProfileCommands(CommandPart):
     """/personality create, edit, info, list and delete (part of PersonalityCog)."""
 
-    bot: PersonaeBot
-
-    @app_commands.command(name="create", description="Create a personality that you own")
-    @app_commands.describe(
+    @command(
+        "create",
+        "Create a personality that you own",
         name="Short unique name used in commands (letters, digits, dashes)",
         display_name="Name shown on its messages",
         prompt="Its system prompt: who it is and how it talks",
         model="An LLM config name or an allowed model string (default: the bot's)",
         avatar="An https:// image URL for its avatar",
     )
-    @app_commands.autocomplete(model=model_autocomplete)
     async def create(
         self,
         interaction: Interaction,
@@ -53,7 +45,7 @@ class ProfileCommands(commands.Cog):
         model: str | None = None,
         avatar: str | None = None,
     ) -> None:
-        p = await self.bot.runtime.personalities.create_owned(
+        p = await self.runtime.personalities.create_owned(
             name,
             owner_id=user_id_of(interaction),
             display_name=display_name,
@@ -67,15 +59,15 @@ class ProfileCommands(commands.Cog):
             ephemeral=True,
         )
 
-    @app_commands.command(name="edit", description="Change a personality you own")
-    @app_commands.describe(
+    @command(
+        "edit",
+        "Change a personality you own",
         personality="The personality to change",
         display_name="New name shown on its messages",
         prompt="New system prompt",
         model="An LLM config name, an allowed model string, or 'default'",
         avatar="New https:// avatar image URL ('none' removes it)",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete, model=model_autocomplete)
     async def edit(
         self,
         interaction: Interaction,
@@ -85,7 +77,7 @@ class ProfileCommands(commands.Cog):
         model: str | None = None,
         avatar: str | None = None,
     ) -> None:
-        p = await self.bot.runtime.personalities.edit(
+        p = await self.runtime.personalities.edit(
             personality,
             actor=user_id_of(interaction),
             display_name=display_name,
@@ -97,33 +89,30 @@ class ProfileCommands(commands.Cog):
             f"Updated.\n{replies.personality_card(p, show_prompt=True)}", ephemeral=True
         )
 
-    @app_commands.command(name="info", description="Show a personality's settings")
-    @app_commands.describe(personality="The personality to show")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command("info", "Show a personality's settings", personality="The personality to show")
     async def info(self, interaction: Interaction, personality: str) -> None:
-        p = await self.bot.runtime.personalities.get_detailed(personality)
-        manager = self.bot.runtime.personalities.can_manage(p, user_id_of(interaction))
+        p = await self.runtime.personalities.get_detailed(personality)
+        manager = self.runtime.personalities.can_manage(p, user_id_of(interaction))
         await interaction.response.send_message(
             replies.personality_card(p, show_prompt=manager), ephemeral=True
         )
 
-    @app_commands.command(name="list", description="List the personalities on this bot")
-    @app_commands.describe(mine="Only the personalities you own")
+    @command("list", "List the personalities on this bot", mine="Only the personalities you own")
     async def list_(self, interaction: Interaction, mine: bool = False) -> None:
         uid = user_id_of(interaction)
-        rows = await self.bot.runtime.personalities.list(owner_id=uid if mine else None)
+        rows = await self.runtime.personalities.list(owner_id=uid if mine else None)
         await interaction.response.send_message(replies.personality_list(rows, uid), ephemeral=True)
 
-    @app_commands.command(name="delete", description="Delete a personality you own, with its memories")
-    @app_commands.describe(personality="The personality to delete")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "delete", "Delete a personality you own, with its memories", personality="The personality to delete"
+    )
     async def delete(self, interaction: Interaction, personality: str) -> None:
         p = await managed_personality(interaction, personality)
 
         async def delete_it() -> str:
-            await self.bot.runtime.personalities.delete(p.name, actor=user_id_of(interaction))
+            await self.runtime.personalities.delete(p.name, actor=user_id_of(interaction))
             # The rows are gone (cascade); this drops the personality's points from the index.
-            await self.bot.runtime.memory.reindex(personality_id=p.id)
+            await self.runtime.memory.reindex(personality_id=p.id)
             await release_card_avatar(self.bot, p.avatar_url)
             return f"Deleted **{p.display_name}** and all of its memories and conversations."
 

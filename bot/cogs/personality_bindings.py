@@ -4,28 +4,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from discord import app_commands
-from discord.ext import commands
-
-from bot.command_options import Interaction, personality_autocomplete, user_id_of
+from bot.command_options import CommandPart, Interaction, command, user_id_of
 from bot.views import reply_privately
 from memory.errors import UserFacingError
 
 if TYPE_CHECKING:
-    from bot.client import PersonaeBot
     from models import Personality
 
 
-class ChannelBindingCommands(commands.Cog):
+class ChannelBindingCommands(CommandPart):
     """/personality activate and deactivate (part of PersonalityCog); the service checks who may."""
 
-    bot: PersonaeBot
-
     async def _bind_target(self, interaction: Interaction, personality: str) -> Personality:
-        p = await self.bot.runtime.personalities.get(personality)
+        p = await self.runtime.personalities.get(personality)
         if interaction.channel_id is None:
             raise UserFacingError("This command needs a channel.")
-        self.bot.runtime.personalities.require_binder(
+        self.runtime.personalities.require_binder(
             p,
             user_id_of(interaction),
             in_guild=interaction.guild_id is not None,
@@ -33,12 +27,14 @@ class ChannelBindingCommands(commands.Cog):
         )
         return p
 
-    @app_commands.command(name="activate", description="Have a personality answer every message here")
-    @app_commands.describe(personality="The personality to bind to this channel")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "activate",
+        "Have a personality answer every message here",
+        personality="The personality to bind to this channel",
+    )
     async def activate(self, interaction: Interaction, personality: str) -> None:
         p = await self._bind_target(interaction, personality)
-        created = await self.bot.runtime.bindings.bind(
+        created = await self.runtime.bindings.bind(
             personality_id=p.id,
             channel_id=str(interaction.channel_id),
             guild_id=str(interaction.guild_id) if interaction.guild_id else None,
@@ -49,12 +45,14 @@ class ChannelBindingCommands(commands.Cog):
             return
         await interaction.response.send_message(f"**{p.display_name}** now answers every message here.")
 
-    @app_commands.command(name="deactivate", description="Stop a personality answering every message here")
-    @app_commands.describe(personality="The personality to unbind from this channel")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "deactivate",
+        "Stop a personality answering every message here",
+        personality="The personality to unbind from this channel",
+    )
     async def deactivate(self, interaction: Interaction, personality: str) -> None:
         p = await self._bind_target(interaction, personality)
-        removed = await self.bot.runtime.bindings.unbind(
+        removed = await self.runtime.bindings.unbind(
             personality_id=p.id, channel_id=str(interaction.channel_id)
         )
         if not removed:

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
-from bot.command_options import Interaction, personality_autocomplete, user_id_of
+from bot.command_options import CommandPart, Interaction, command, user_id_of
 from memory.errors import InvalidInputError, UserFacingError
 from memory.owners.cards import MAX_CARD_FILE_BYTES, create_from_card, export_card, parse_card
 from memory.owners.personality_fields import MAX_NAME_LENGTH
@@ -75,10 +74,8 @@ async def release_card_avatar(bot: PersonaeBot, avatar_url: str | None) -> None:
         log.warning("Could not delete the card avatar emoji %s: %s", match["id"], exc)
 
 
-class CardCommands(commands.Cog):
+class CardCommands(CommandPart):
     """/personality import and export (part of PersonalityCog); the card rules live in memory.owners.cards."""
-
-    bot: PersonaeBot
 
     async def _host_picture(self, picture: bytes) -> tuple[str | None, str]:
         """(avatar URL, what the reply says about it): the picture stored as an application emoji."""
@@ -109,8 +106,9 @@ class CardCommands(commands.Cog):
             return card.avatar_url, f"Avatar: the card's avatar URL{problem}."
         return None, f"No avatar{problem}; set one with `/personality edit`."
 
-    @app_commands.command(name="import", description="Create a personality you own from a character card")
-    @app_commands.describe(
+    @command(
+        "import",
+        "Create a personality you own from a character card",
         card="A Character Card V2 or V3: a .png with the card in it, or its .json",
         name="Short unique name used in commands (default: from the card's name)",
     )
@@ -128,7 +126,7 @@ class CardCommands(commands.Cog):
         except discord.HTTPException as exc:
             raise UserFacingError(f"Could not download {card.filename} ({exc.status}).") from None
         parsed = await asyncio.to_thread(parse_card, data)  # up to 8 MiB to check: off the event loop
-        service, uid = self.bot.runtime.personalities, user_id_of(interaction)
+        service, uid = self.runtime.personalities, user_id_of(interaction)
         imported = await create_from_card(service, parsed, name=name, owner_id=uid, by_operator=False)
         p, prompt = imported.personality, imported.prompt
         url, avatar_said = await self._avatar(parsed)
@@ -147,11 +145,13 @@ class CardCommands(commands.Cog):
             ephemeral=True,
         )
 
-    @app_commands.command(name="export", description="Download a personality you own as a character card")
-    @app_commands.describe(personality="The personality to write as a Character Card V2 (JSON)")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "export",
+        "Download a personality you own as a character card",
+        personality="The personality to write as a Character Card V2 (JSON)",
+    )
     async def card_export(self, interaction: Interaction, personality: str) -> None:
-        service = self.bot.runtime.personalities
+        service = self.runtime.personalities
         p = await service.get(personality)
         service.require_manager(p, user_id_of(interaction))  # the card holds its prompt
         text = json.dumps(export_card(p), ensure_ascii=False, indent=2)

@@ -5,40 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from discord import app_commands
-from discord.ext import commands
 
 from bot import replies
-from bot.command_options import (
-    Interaction,
-    managed_personality,
-    model_autocomplete,
-    personality_autocomplete,
-    user_id_of,
-)
+from bot.command_options import CommandPart, Interaction, command, managed_personality, user_id_of
 from bot.views import SummarizerPromptModal
 from memory.errors import UserFacingError
-
-if TYPE_CHECKING:
-    from bot.client import PersonaeBot
 
 log = logging.getLogger(__name__)
 
 
-class SummarizationCommands(commands.Cog):
+class SummarizationCommands(CommandPart):
     """/personality memory, summarizer-model, summarizer-prompt and resummarize (part of PersonalityCog)."""
 
-    bot: PersonaeBot
-
-    @app_commands.command(name="memory", description="Choose how a personality stores new memories")
-    @app_commands.describe(
+    @command(
+        "memory",
+        "Choose how a personality stores new memories",
         personality="The personality to change",
         summarization="enabled: store condensed memories; disabled: store them word for word",
         mode="With summarization: summarized (condensed only) or hybrid (condensed plus the original)",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete)
     async def memory(
         self,
         interaction: Interaction,
@@ -46,24 +34,24 @@ class SummarizationCommands(commands.Cog):
         summarization: Literal["enabled", "disabled"],
         mode: Literal["summarized", "hybrid"] | None = None,
     ) -> None:
-        p, previous = await self.bot.runtime.personalities.set_summarization(
+        p, previous = await self.runtime.personalities.set_summarization(
             personality, actor=user_id_of(interaction), enabled=summarization == "enabled", mode=mode
         )
         await interaction.response.send_message(replies.summarization_changed(p, previous), ephemeral=True)
 
-    @app_commands.command(name="summarizer-model", description="Choose the model that summarizes memories")
-    @app_commands.describe(
+    @command(
+        "summarizer-model",
+        "Choose the model that summarizes memories",
         personality="The personality to change",
         model="An LLM config name, an allowed model string (e.g. openai/gpt-4o-mini), or 'default'",
     )
-    @app_commands.autocomplete(personality=personality_autocomplete, model=model_autocomplete)
     async def summarizer_model(
         self,
         interaction: Interaction,
         personality: str,
         model: app_commands.Range[str, 1, 200],
     ) -> None:
-        p = await self.bot.runtime.personalities.set_summarizer_model(
+        p = await self.runtime.personalities.set_summarizer_model(
             personality, actor=user_id_of(interaction), model=model
         )
         chosen = replies.describe_model(p.summarizer_llm_config, p.summarizer_model, "the bot's default")
@@ -71,11 +59,13 @@ class SummarizationCommands(commands.Cog):
             f"**{p.display_name}** now summarizes memories with {chosen}.", ephemeral=True
         )
 
-    @app_commands.command(name="summarizer-prompt", description="Edit the prompt that summarizes memories")
-    @app_commands.describe(personality="The personality whose summarizer prompt to edit")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "summarizer-prompt",
+        "Edit the prompt that summarizes memories",
+        personality="The personality whose summarizer prompt to edit",
+    )
     async def summarizer_prompt(self, interaction: Interaction, personality: str) -> None:
-        service = self.bot.runtime.personalities
+        service = self.runtime.personalities
         p = await managed_personality(interaction, personality)
 
         async def save(text: str) -> str:
@@ -88,13 +78,15 @@ class SummarizationCommands(commands.Cog):
             SummarizerPromptModal(current=await service.summarizer_prompt(p.name), save=save)
         )
 
-    @app_commands.command(name="resummarize", description="Re-summarize existing memories in the background")
-    @app_commands.describe(personality="The personality whose memories to re-summarize")
-    @app_commands.autocomplete(personality=personality_autocomplete)
+    @command(
+        "resummarize",
+        "Re-summarize existing memories in the background",
+        personality="The personality whose memories to re-summarize",
+    )
     async def resummarize(self, interaction: Interaction, personality: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         p = await managed_personality(interaction, personality)
-        memory = self.bot.runtime.memory
+        memory = self.runtime.memory
         stats = await memory.stats(personality_id=p.id)
         total = sum(r.memories for r in stats.rows if r.summarizer in ("verbatim", "extractive"))
         await interaction.edit_original_response(content=replies.resummarize_progress(p, 0, total))

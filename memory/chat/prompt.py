@@ -81,11 +81,17 @@ class BuiltContext:
     tokens: int
     budget: int
     memories_used: int = 0
-    persona_used: bool = False
-    summary_used: bool = False
     history_used: int = 0
     history_dropped: int = 0
-    sections: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)  # the parts the prompt holds, in their order
+
+    @property
+    def persona_used(self) -> bool:
+        return "persona" in self.sections
+
+    @property
+    def summary_used(self) -> bool:
+        return "summary" in self.sections
 
 
 def _fit_text(text: str, budget: int, model: str | None, *, keep_end: bool) -> str:
@@ -183,7 +189,6 @@ def build_context(
     reserved = system_tokens + count([newest])
 
     system_text = base
-    persona_used = False
     if persona is not None and budget.persona > 0:
         block = _fit_persona(
             persona,
@@ -193,7 +198,6 @@ def build_context(
         )
         if block:
             system_text += block
-            persona_used = True
             sections.append("persona")
 
     current = count([{"role": "system", "content": system_text}])
@@ -213,7 +217,6 @@ def build_context(
             memories_used = len(lines)
             sections.append("memories")
 
-    summary_used = False
     current = count([{"role": "system", "content": system_text}])
     if summary and summary.strip():
         room = budget.total - current - count([newest])
@@ -222,7 +225,6 @@ def build_context(
         text = _fit_text(strip_chat_template_tokens(summary).strip(), room - overhead, model, keep_end=True)
         if text:
             system_text += block + text
-            summary_used = True
             sections.append("summary")
             current = count([{"role": "system", "content": system_text}])
 
@@ -257,8 +259,6 @@ def build_context(
         tokens=total,
         budget=budget.total,
         memories_used=memories_used,
-        persona_used=persona_used,
-        summary_used=summary_used,
         history_used=len(messages) - 1,
         history_dropped=dropped,
         sections=sections,

@@ -26,6 +26,7 @@ from memory.formation.exchanges import render_lines
 from memory.formation.extractive import extractive_summary
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.settings import Settings
 from memory.tokens import count_tokens, truncate_to_tokens
 from memory.types import MessageRole, ModelConfig
 from models import Conversation, Message, Summary
@@ -104,6 +105,20 @@ class RollingSummarizer:
         self.max_tokens = max_tokens
         self.input_tokens = input_tokens
 
+    @classmethod
+    def from_settings(
+        cls, sessionmaker: async_sessionmaker[AsyncSession], llm: LLMClient, settings: Settings
+    ) -> RollingSummarizer:
+        """The deployment's rolling summarizer: its thresholds and sizes as the settings give them."""
+        return cls(
+            sessionmaker,
+            llm,
+            threshold_tokens=settings.rolling_summary_threshold_tokens,
+            min_messages=settings.rolling_summary_min_messages,
+            max_tokens=settings.rolling_summary_max_tokens,
+            input_tokens=settings.summarizer_input_tokens,
+        )
+
     async def maybe_update(
         self,
         conversation_id: int,
@@ -148,33 +163,26 @@ class RollingSummarizer:
             current_last = current.last_message_id if current is not None else 0
             if current_last != after or (current is None) != (latest is None):
                 return None
-            if cumulative and current is not None:
-                await session.execute(
-                    update(Summary)
-                    .where(Summary.id == current.id)
-                    .values(
-                        content=content,
-                        token_count=token_count,
-                        last_message_id=last_id,
-                        message_count=current.message_count + len(new),
-                        summarizer=summarizer,
-                    )
-                )
-                row_id, created = current.id, False
-                first_id, count = current.first_message_id, current.message_count + len(new)
+            # A cumulative summary grows its row, which keeps its first message; otherwise a row starts.
+            grown = current if cumulative else None
+            if grown is not None:
+                first_id = grown.first_message_id
+            count = len(new) + (grown.message_count if grown is not None else 0)
+            written = {
+                "content": content,
+                "token_count": token_count,
+                "last_message_id": last_id,
+                "message_count": count,
+                "summarizer": summarizer,
+            }
+            if grown is not None:
+                await session.execute(update(Summary).where(Summary.id == grown.id).values(**written))
+                row_id, created = grown.id, False
             else:
-                row = Summary(
-                    conversation_id=conversation_id,
-                    content=content,
-                    token_count=token_count,
-                    first_message_id=first_id,
-                    last_message_id=last_id,
-                    message_count=len(new),
-                    summarizer=summarizer,
-                )
+                row = Summary(conversation_id=conversation_id, first_message_id=first_id, **written)
                 session.add(row)
                 await session.flush()
-                row_id, created, count = row.id, True, len(new)
+                row_id, created = row.id, True
             if title:
                 # Written only when it changes: the UPDATE locks the conversation row until commit.
                 await session.execute(

@@ -23,20 +23,17 @@ SUMMARIZER_TEMPERATURE = 0.2
 
 def model_config_from(config: LLMConfig) -> ModelConfig:
     """An admin-made LLM config as litellm arguments; its key is read from the named variable."""
-    return ModelConfig(
-        model=config.model,
-        api_base=config.api_base,
-        api_key=os.environ.get(config.api_key_env) if config.api_key_env else None,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        timeout=config.timeout,
-        context_window=config.context_window,
+    key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    endpoint = RoleDefaults(
+        config.model, config.api_base, key, config.temperature, config.max_tokens, config.timeout
     )
+    return endpoint.config_for(config.model, context_window=config.context_window)
 
 
 @dataclass(frozen=True, slots=True)
 class RoleDefaults:
-    """The deployment's endpoint and sampling for one role; `model` None: no deployment model."""
+    """An endpoint and its sampling: the deployment's for one role (`model` None: no deployment model),
+    or an admin-made LLM config's."""
 
     model: str | None
     api_base: str | None
@@ -48,15 +45,18 @@ class RoleDefaults:
     def config(self, model: str | None = None) -> ModelConfig | None:
         """This role's config for `model` (a personality's model string) or the deployment's model."""
         chosen = model or self.model
-        if not chosen:
-            return None
+        return self.config_for(chosen) if chosen else None
+
+    def config_for(self, model: str, *, context_window: int | None = None) -> ModelConfig:
+        """`model` called through this endpoint (the one place a ModelConfig is assembled)."""
         return ModelConfig(
-            model=chosen,
+            model=model,
             api_base=self.api_base,
             api_key=self.api_key,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             timeout=self.timeout,
+            context_window=context_window,
         )
 
 
