@@ -12,8 +12,8 @@ they pass, the rooms they combine.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -55,11 +55,18 @@ R = TypeVar("R")
 
 class _Bound(Generic[Part, P, R]):
     """A facade method that is `fn` called with one part of the service (its store, its formation)
-    first: `service.name(...)` is `fn(part, ...)`."""
+    first: `service.name(...)` is `fn(part, ...)`, each keyword argument named in `cleaned` passed
+    through its cleaner first."""
 
-    def __init__(self, part: Callable[[MemoryService], Part], fn: Callable[Concatenate[Part, P], R]) -> None:
+    def __init__(
+        self,
+        part: Callable[[MemoryService], Part],
+        fn: Callable[Concatenate[Part, P], R],
+        cleaned: Mapping[str, Callable[[Any], Any]] | None = None,
+    ) -> None:
         self._part = part
         self._fn = fn
+        self._cleaned = dict(cleaned or {})
         self.__doc__ = fn.__doc__
 
     @overload
@@ -73,17 +80,22 @@ class _Bound(Generic[Part, P, R]):
     ) -> _Bound[Part, P, R] | Callable[P, R]:
         if service is None:
             return self
-        part, fn = self._part(service), self._fn
+        part, fn, cleaned = self._part(service), self._fn, self._cleaned
 
         def bound(*args: P.args, **kwargs: P.kwargs) -> R:
+            for name, clean in cleaned.items():
+                if name in kwargs:
+                    kwargs[name] = clean(kwargs[name])
             return fn(part, *args, **kwargs)
 
         bound.__doc__ = fn.__doc__
         return bound
 
 
-def _on_store(fn: Callable[Concatenate[MemoryStore, P], R]) -> _Bound[MemoryStore, P, R]:
-    return _Bound(lambda service: service._store, fn)
+def _on_store(
+    fn: Callable[Concatenate[MemoryStore, P], R], cleaned: Mapping[str, Callable[[Any], Any]] | None = None
+) -> _Bound[MemoryStore, P, R]:
+    return _Bound(lambda service: service._store, fn, cleaned)
 
 
 # The most matches a search in /memory browse pages through.
@@ -140,25 +152,8 @@ class MemoryService:
 
     # -------------------------------------------------------------------------- recall
 
-    async def recall(
-        self,
-        *,
-        personality_id: int,
-        user_id: str,
-        query: str,
-        guild_id: str | None = None,
-        limit: int = 5,
-    ) -> list[RecalledMemory]:
-        """The user's memories of this personality that best match the query, for this venue only."""
-        return await recall(
-            self._store,
-            personality_id=personality_id,
-            user_id=user_id,
-            # A query is user text: template tokens in it must not steer the search.
-            query=strip_chat_template_tokens(query),
-            guild_id=guild_id,
-            limit=limit,
-        )
+    # A query is user text: template tokens in it must not steer the search.
+    recall = _on_store(recall, {"query": strip_chat_template_tokens})
 
     # ------------------------------------------------------------------ user controls
 

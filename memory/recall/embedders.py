@@ -58,12 +58,18 @@ class LiteLLMEmbedder:
         batch_size: int = 128,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self._model = model
-        self._api_base = api_base
-        self._api_key = api_key
+        self._model, self._timeout, self._batch_size = model, timeout, batch_size
+        # What every request passes; ours are the only retries (not litellm's wrapper, num_retries,
+        # nor the OpenAI SDK's).
+        self._request = {
+            "model": model,
+            "api_base": api_base,
+            "api_key": api_key,
+            "timeout": timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
         self._dimension = dimension
-        self._timeout = timeout
-        self._batch_size = batch_size
         # Embedding runs off the chat path: a couple of quick retries, then the batch's memories wait.
         self._retry = retry or RetryPolicy(max_retries=2)
 
@@ -97,16 +103,7 @@ class LiteLLMEmbedder:
         litellm = load_litellm()
 
         async def attempt() -> Any:
-            return await litellm.aembedding(
-                model=self._model,
-                input=batch,
-                api_base=self._api_base,
-                api_key=self._api_key,
-                timeout=self._timeout,
-                # Ours are the only retries: litellm's wrapper (num_retries) and the OpenAI SDK's.
-                num_retries=0,
-                max_retries=0,
-            )
+            return await litellm.aembedding(input=batch, **self._request)
 
         response = await self._retry.call(
             self._model,

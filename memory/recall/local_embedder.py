@@ -137,7 +137,7 @@ class LocalEmbedder:
     The model loads on the first `embed` (exporting it first if needed), not in the constructor.
     Texts are sorted by length and run in batches of `batch_size`, each padded only to its own
     longest text; one batch runs at a time (onnxruntime already spreads a batch over `threads`
-    cores), and a query waits for at most one batch of a large formation call, not the whole call.
+    cores). A single text (a recall's query) does not wait for the batch running: it runs beside it.
     """
 
     def __init__(
@@ -229,6 +229,8 @@ class LocalEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors for `texts`, in order; the model loads on the first call."""
+        if len(texts) == 1:
+            return await asyncio.to_thread(self._run, [texts[0]])
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), self._batch_size):

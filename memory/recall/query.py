@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Collection
 
-from sqlalchemy import and_, select, union
+from sqlalchemy import CompoundSelect, and_, select, union
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.types import MemoryState
@@ -54,28 +54,40 @@ def _name_forms(name: str) -> list[str]:
 
 
 class ParticipantNames:
-    """The names of the two who talk in a user's memories of a personality, read once and kept."""
+    """The names of the two who talk in a user's memories of a personality, read once and kept.
+
+    Recall reads them in its own query when they are not kept (`kept`, then `keep`); `of` reads
+    them in a session of its own.
+    """
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self._sessionmaker = sessionmaker
         self._kept: dict[tuple[int, str], tuple[float, frozenset[str]]] = {}
 
-    async def of(self, personality_id: int, user_id: str) -> frozenset[str]:
-        key = (personality_id, user_id)
-        now = time.monotonic()
-        kept = self._kept.get(key)
-        if kept is not None and now - kept[0] < NAMES_TTL:
+    def kept(self, personality_id: int, user_id: str) -> frozenset[str] | None:
+        """The names if they were read less than NAMES_TTL seconds ago, else None."""
+        kept = self._kept.get((personality_id, user_id))
+        if kept is not None and time.monotonic() - kept[0] < NAMES_TTL:
             return kept[1]
-        async with self._sessionmaker() as session:
-            names = await read_names(session, personality_id, user_id)
+        return None
+
+    def keep(self, personality_id: int, user_id: str, names: frozenset[str]) -> None:
         if len(self._kept) >= NAMES_KEPT:
             self._kept.pop(next(iter(self._kept)))
-        self._kept[key] = (now, names)
+        self._kept[(personality_id, user_id)] = (time.monotonic(), names)
+
+    async def of(self, personality_id: int, user_id: str) -> frozenset[str]:
+        names = self.kept(personality_id, user_id)
+        if names is None:
+            async with self._sessionmaker() as session:
+                names = frozenset(n for n in (await session.scalars(names_of(personality_id, user_id))) if n)
+            self.keep(personality_id, user_id, names)
         return names
 
 
-async def read_names(session: AsyncSession, personality_id: int, user_id: str) -> frozenset[str]:
-    """The personality's display name and the user's names in their recent memories, in one query."""
+def names_of(personality_id: int, user_id: str) -> CompoundSelect:
+    """The personality's display name and the user's names in their recent memories (one column,
+    `name`, possibly null), as one statement."""
     recent = (
         select(Memory.conversation_id, Memory.source_message_ids[1].label("first"))
         .where(
@@ -96,5 +108,4 @@ async def read_names(session: AsyncSession, personality_id: int, user_id: str) -
         .where(Message.author_id == user_id, Message.author_name.is_not(None))
     )
     personality = select(Personality.display_name.label("name")).where(Personality.id == personality_id)
-    rows = (await session.scalars(union(personality, users))).all()
-    return frozenset(name for name in rows if name)
+    return union(personality, users)

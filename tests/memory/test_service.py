@@ -493,6 +493,10 @@ async def test_isolation_between_users_personalities_and_venues(
     async with sessionmaker.begin() as session:
         session.add(UserSettings(user_id="alice", allow_dm_recall_in_guilds=True))
     assert await recall(personality_id=lilith.id, user_id="alice", guild_id="g1") == {"a0", "d0"}
+    # Taking it back is obeyed at once: the setting is read with every recall, never kept.
+    async with sessionmaker.begin() as session:
+        await session.execute(update(UserSettings).values(allow_dm_recall_in_guilds=False))
+    assert await recall(personality_id=lilith.id, user_id="alice", guild_id="g1") == {"a0"}
 
 
 async def test_forgotten_memory_never_returns(

