@@ -23,18 +23,28 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench._common import bench_parser, load_average, rss_mb
+from bench._common import bench_parser, load_average
 
 BENCH = "bench"
 CHANNEL, GUILD = "c1", "g1"
 REPLY = "That sounds lovely. I remember you told me about your garden before; how are the tomatoes?"
 
 
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far (VmHWM), in MB."""
+def memory_status() -> dict[str, float]:
+    """This process's resident memory now (VmRSS), its peak so far (VmHWM), and the resident memory's
+    two kinds: private (RssAnon: the heap, the model, the index's structures) and file-backed
+    (RssFile: mapped files, such as the index's segments, that the kernel can drop and read again), in MB."""
     with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
+        fields = dict(line.split(":", 1) for line in status)
+    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM", "RssAnon", "RssFile")}
+
+
+def describe_memory(stage: str) -> None:
+    now = memory_status()
+    print(
+        f"  {stage}: RSS {now['VmRSS']:.0f} MB (private {now['RssAnon']:.0f}, "
+        f"file-backed {now['RssFile']:.0f}), peak {now['VmHWM']:.0f} MB"
+    )
 
 
 def _load(url: str, data_dir: str, memories: int, users: int) -> None:
@@ -84,7 +94,7 @@ async def serve_chat(data_dir: Path, url: str, base_url: str, messages: int, use
     from bot.settings import load_bot_settings
     from memory.chat.service import ChatRequest
 
-    print(f"  interpreter, before the runtime: {rss_mb():.0f} MB")
+    describe_memory("interpreter, before the runtime")
     settings = load_bot_settings(
         database_url=url,
         qdrant_url=None,
@@ -99,7 +109,7 @@ async def serve_chat(data_dir: Path, url: str, base_url: str, messages: int, use
     )
     async with open_runtime(settings) as runtime, PersonaeBot(runtime=runtime) as bot:
         await bot.setup_hook()  # every cog and the command tree, as at login
-        print(f"  runtime open, bot built, cogs loaded: {rss_mb():.0f} MB")
+        describe_memory("runtime open, bot built, cogs loaded")
         personality = await runtime.personalities.get(BENCH)
         assert personality is not None
         await runtime.bindings.bind(
@@ -124,14 +134,11 @@ async def serve_chat(data_dir: Path, url: str, base_url: str, messages: int, use
             await runtime.chat.record_reply(reply, [(f"r-{i}", reply.text)])
             await runtime.chat.after_reply(prepared.conversation_id)
             if i + 1 in (1, messages // 2, messages):
-                print(f"  after {i + 1} chat messages answered and remembered: {rss_mb():.0f} MB")
+                describe_memory(f"after {i + 1} chat messages answered and remembered")
         elapsed = time.perf_counter() - started
         formed = await runtime.memory.pending_message_count(personality_id=personality.id)
         print(f"  {messages} messages in {elapsed:.1f} s; messages still pending formation: {formed}")
-    print(
-        f"peak RSS of the bot process: {peak_rss_mb():.0f} MB (target < 600 MB); "
-        f"load average {load_average()}"
-    )
+    print(f"peak RSS of the bot process: {memory_status()['VmHWM']:.0f} MB; load average {load_average()}")
 
 
 async def run(memories: int, users: int, messages: int) -> None:
