@@ -36,7 +36,6 @@ _NOT_FACTS_RE = re.compile(
 )
 # `Name: text` at a line start, as `memory.formation.exchanges.render_lines` writes: who spoke is not a fact.
 _SPEAKER_LABEL_RE = re.compile(r"^[ \t]*([^\s:.!?,][^\n:.!?,]{0,39}?)[ \t]*:(?=\s|$)", re.MULTILINE)
-_POSSESSIVE_RE = re.compile(r"['’]s$", re.IGNORECASE)
 _ABBREVIATION_DOT_RE = re.compile(r"(?<=[^\W\d_])\.(?=\s)")
 _ORDINAL_SUFFIX_RE = re.compile(r"(?<=\d)(?:st|nd|rd|th)\b", re.IGNORECASE)
 _SENTENCE_END = ".!?…:\n\r"
@@ -87,17 +86,29 @@ def extract_key_facts(text: str) -> set[str]:
     text = _SPEAKER_LABEL_RE.sub(_drop_speaker_label, text)
     text = _NOT_FACTS_RE.sub(" ", text)
     facts: set[str] = set()
+    # One pass of the costly date pattern: its matches are the facts, and blanked as `sub` would.
+    kept: list[str] = []
+    end = 0
     for match in _DATE_TIME_RE.finditer(text):
         facts.add(_fact_form(match.group()))
-    text = _DATE_TIME_RE.sub(" ", text)
+        kept += (text[end : match.start()], " ")
+        end = match.end()
+    if kept:
+        kept.append(text[end:])
+        text = "".join(kept)
     for match in _NUMBER_RE.finditer(text):
         facts.add(match.group())
     capitalized: list[tuple[str, str, bool]] = []
     lowercase: set[str] = set()
     named: set[str] = set()  # capitalized somewhere a sentence does not start: a name
     for match in _WORD_RE.finditer(text):
-        word = _POSSESSIVE_RE.sub("", match.group())
-        key = _fact_form(word)
+        word = match.group()
+        # The possessive dropped (`['’]s$` ignoring case: "S" and "ſ" too), without a regex per word.
+        if word[-1] in "sSſ" and len(word) > 2 and word[-2] in "'’":
+            word = word[:-2]
+        # `_fact_form` of a word: no character a word holds (letters, digits, _, inner apostrophes
+        # and hyphens) casefolds to whitespace or a dot, so only the casefold and apostrophe remain.
+        key = word.casefold().replace("’", "'")
         if not word[0].isupper():
             lowercase.add(key)
             continue
@@ -124,12 +135,41 @@ def _match_form(text: str) -> str:
 
 
 def _fact_present(fact: str, summary_form: str) -> bool:
+    """Whether the fact's form stands in the summary's, not inside a longer word or number.
+
+    The boundaries are those of the regular expressions `(?<![\\d.])` / `(?<!\\w)` before and
+    `(?!\\d|\\.\\d)` / `(?!\\w)` after, checked by hand: a pattern per fact missed the `re`
+    module's cache (every number is new) and cost a compile each time.
+    """
     form = _match_form(fact)
     if not form:
         return True
-    before = r"(?<![\d.])" if form[0].isdigit() else r"(?<!\w)"
-    after = r"(?!\d|\.\d)" if form[-1].isdigit() else r"(?!\w)"
-    return re.search(before + re.escape(form) + after, summary_form) is not None
+    digit_first, digit_last = form[0].isdigit(), form[-1].isdigit()
+    end = len(summary_form)
+    start = summary_form.find(form)
+    while start >= 0:
+        stop = start + len(form)
+        before = summary_form[start - 1] if start else ""
+        after = summary_form[stop] if stop < end else ""
+        if digit_first:
+            clear_before = not before or not (before.isdecimal() or before == ".")
+        else:
+            clear_before = not _is_word_char(before)
+        if digit_last:
+            clear_after = not after or not (
+                after.isdecimal() or (after == "." and stop + 1 < end and summary_form[stop + 1].isdecimal())
+            )
+        else:
+            clear_after = not _is_word_char(after)
+        if clear_before and clear_after:
+            return True
+        start = summary_form.find(form, start + 1)
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    """`\\w` of a `str` pattern: alphanumeric (str.isalnum) or the underscore; False for ""."""
+    return char.isalnum() or char == "_"
 
 
 def fidelity_misses(source: str, summary: str) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections import Counter
 from collections.abc import Collection, Coroutine
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
 from memory.recall.store import MemoryStore, memory_point, upsert_memories
 from memory.types import MemoryMode, MessageRole, ProgressCallback
-from models import Conversation, Memory, Message, Personality, UserSettings
+from models import Conversation, Message, Personality, UserSettings
 
 # Advisory lock keys of formation claims: this prefix plus the conversation's id (distinct below 2**32).
 CLAIM_LOCK_SPACE = 0x5045_5253 << 32  # "PERS"
@@ -282,10 +281,8 @@ class MemoryFormation:
             batch_report.extractive += item.summarizer == EXTRACTIVE
             batch_report.fidelity_misses += bool(item.misses)
             batch_report.remembered_message_ids.extend(m.external_id for m in item.exchange.user_messages)
-        written: set[uuid.UUID] = set()
         async with self._store.sessionmaker.begin() as session:
-            if rows:
-                written = set((await session.scalars(upsert_memories(rows).returning(Memory.id))).all())
+            written = await upsert_memories(session, rows)
             await mark_remembered(session, conversation.id, batch.done)
         # Only rows actually written are indexed: a forgotten memory's tombstone was left alone.
         points = [memory_point(row, v) for row, v in zip(rows, vectors, strict=True) if row["id"] in written]

@@ -101,6 +101,13 @@ def test_presence_is_whole_word_and_whole_number() -> None:
     assert fidelity_misses("I met Bob.", "I met Bob's brother.") == []
 
 
+def test_presence_looks_past_an_occurrence_inside_a_longer_word_or_number() -> None:
+    assert fidelity_misses("I paid 15 euros.", "Receipt 1500: paid 15.") == []
+    assert fidelity_misses("Ask Ann.", "Anna and Ann came.") == []
+    assert fidelity_misses("Ask Ann.", "Anna came, Joanna too.") == ["ann"]
+    assert fidelity_misses("Bob's cat is 12.", "The cat of Bob is 12 years old.") == []
+
+
 def test_date_spelling_variants_match() -> None:
     assert fidelity_misses("on Jan. 5th, 2024", "on jan 5 2024") == []
 
