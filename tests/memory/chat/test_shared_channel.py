@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from memory.chat.service import ChatReply, ChatRequest
+from memory.recall.store import logged_keyword_texts
 from memory.types import MessageRole
 from models import Memory, Message, Personality
 from testkit.llm_server import Fail, LLMTestServer
@@ -207,6 +208,45 @@ async def test_a_message_that_got_no_reply_joins_its_authors_next_exchange(
     by_user = {m.user_id: m.source_message_ids for m in await memories(runtime)}
     assert by_user == {"B": ["2", "2r"], "A": ["1", "3", "3r"]}
     assert await runtime.memory.pending_message_count() == 0
+
+
+async def test_memories_formed_in_one_batch_are_keyed_by_their_own_users_threads(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    """Alice and Bob take turns; one formation pass then forms all four exchanges in one batch. Each
+    memory's keyword text holds the line said before it in its own user's thread (the reply to their
+    previous message), never another user's words: the previous-line lookup is correlated to each
+    memory, not to the batch."""
+    replies = {
+        "kiwi": "Alice, kiwis ripen in paper bags.",
+        "mango": "Bob, mangoes like the sun.",
+        "orchard": "Alice, a walled orchard suits you.",
+        "market": "Bob, the Saturday market opens early.",
+    }
+    llm_server.responder = lambda body: next(r for word, r in replies.items() if word in last_line(body))
+    said = [
+        ("A", "Alice", "1", "Tell me about kiwi fruit"),
+        ("B", "Bob", "2", "Tell me about mango trees"),
+        ("A", "Alice", "3", "Would an orchard work here?"),
+        ("B", "Bob", "4", "Where is the market?"),
+    ]
+    for user_id, name, message_id, text in said:
+        await runtime.chat.reply(request(lilith, user_id, name, message_id, text), reply_id=f"{message_id}r")
+
+    report = await runtime.memory.form_pending(personality_id=lilith.id)
+    assert report.memories == 4
+    formed = await memories(runtime)
+    async with runtime.sessionmaker() as session:
+        keyed = await logged_keyword_texts(session, [m.id for m in formed])
+    by_first = {m.source_message_ids[0]: keyed[m.id].lower() for m in formed}
+    # Alice's second memory follows the reply to her first message, not Bob's exchange just before.
+    assert replies["kiwi"].lower() in by_first["3"]
+    assert "mango" not in by_first["3"]
+    # Bob's second follows the reply to his first, not Alice's second exchange (said just before it
+    # in the channel) nor her first; Bob's first has no earlier line of his own.
+    assert replies["mango"].lower() in by_first["4"]
+    assert "orchard" not in by_first["4"] and "kiwi" not in by_first["4"]
+    assert "kiwi" not in by_first["2"]
 
 
 def assert_one_memory_per_message_and_reply(formed: list[Memory], *, per_user: int) -> None:
