@@ -18,7 +18,6 @@ import time
 from collections.abc import Collection
 
 from sqlalchemy import CompoundSelect, and_, select, union
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.types import MemoryState
 from models import Memory, Message, Personality
@@ -54,14 +53,10 @@ def _name_forms(name: str) -> list[str]:
 
 
 class ParticipantNames:
-    """The names of the two who talk in a user's memories of a personality, read once and kept.
+    """The names of the two who talk in a user's memories of a personality, once read, kept for
+    NAMES_TTL seconds: recall reads them (`names_of`) in its own first query when they are not kept."""
 
-    Recall reads them in its own query when they are not kept (`kept`, then `keep`); `of` reads
-    them in a session of its own.
-    """
-
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
-        self._sessionmaker = sessionmaker
+    def __init__(self) -> None:
         self._kept: dict[tuple[int, str], tuple[float, frozenset[str]]] = {}
 
     def kept(self, personality_id: int, user_id: str) -> frozenset[str] | None:
@@ -75,14 +70,6 @@ class ParticipantNames:
         if len(self._kept) >= NAMES_KEPT:
             self._kept.pop(next(iter(self._kept)))
         self._kept[(personality_id, user_id)] = (time.monotonic(), names)
-
-    async def of(self, personality_id: int, user_id: str) -> frozenset[str]:
-        names = self.kept(personality_id, user_id)
-        if names is None:
-            async with self._sessionmaker() as session:
-                names = frozenset(n for n in (await session.scalars(names_of(personality_id, user_id))) if n)
-            self.keep(personality_id, user_id, names)
-        return names
 
 
 def names_of(personality_id: int, user_id: str) -> CompoundSelect:

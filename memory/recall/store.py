@@ -242,7 +242,7 @@ class MemoryStore:
         self.index = index
         self.embedder = embedder
         # Who talks in a user's memories of a personality: left out of the dense query (recall).
-        self.participants = ParticipantNames(sessionmaker)
+        self.participants = ParticipantNames()
         self._collection_ready = False
 
     @property

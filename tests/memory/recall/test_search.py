@@ -15,7 +15,7 @@ from memory.llm import LLMClient
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.recall.index import Candidates
-from memory.recall.query import ParticipantNames, dense_query
+from memory.recall.query import ParticipantNames, dense_query, names_of
 from memory.recall.search import DENSE_WEIGHT, Read, fuse, pins_first, with_context
 from memory.service import MemoryService
 from memory.types import ScoredId
@@ -204,15 +204,23 @@ async def test_the_participants_are_the_personality_and_the_names_the_user_spoke
     await add_chat(sessionmaker, p, [("user", "I planted tulips"), ("assistant", "Lovely")])
     await add_chat(sessionmaker, p, [("user", "Hi"), ("assistant", "Hello")], user_id="u2", user_name="Bob")
     await service.form_pending()
-    participants = ParticipantNames(sessionmaker)
-    assert await participants.of(p.id, "u1") == {"Lady Lilith", "Alice"}
-    assert await participants.of(p.id, "u2") == {"Lady Lilith", "Bob"}
-    assert await participants.of(p.id, "nobody") == {"Lady Lilith"}
+
+    async def names(personality_id: int, user_id: str) -> frozenset[str]:
+        async with sessionmaker() as session:
+            return frozenset(n for n in await session.scalars(names_of(personality_id, user_id)) if n)
+
+    assert await names(p.id, "u1") == {"Lady Lilith", "Alice"}
+    assert await names(p.id, "u2") == {"Lady Lilith", "Bob"}
+    assert await names(p.id, "nobody") == {"Lady Lilith"}
     # Read once, then kept: a rename shows after NAMES_TTL (the old name is left out meanwhile).
+    participants = ParticipantNames()
+    assert participants.kept(p.id, "u1") is None
+    participants.keep(p.id, "u1", await names(p.id, "u1"))
     async with sessionmaker.begin() as session:
         await session.execute(update(Personality).where(Personality.id == p.id).values(display_name="Lili"))
-    assert await participants.of(p.id, "u1") == {"Lady Lilith", "Alice"}
-    assert await ParticipantNames(sessionmaker).of(p.id, "u1") == {"Lili", "Alice"}
+    assert participants.kept(p.id, "u1") == {"Lady Lilith", "Alice"}
+    assert participants.kept(p.id, "u2") is None
+    assert await names(p.id, "u1") == {"Lili", "Alice"}
     # A question naming them finds what the same question without the names finds.
     for query in ("Lili, what did Alice plant?", "what did I plant?"):
         [found] = await service.recall(personality_id=p.id, user_id="u1", query=query, limit=1)
