@@ -106,8 +106,12 @@ class LLMClient:
         kwargs = self._call_kwargs(cfg, max_tokens)
         limit = self.limit_for(cfg.provider, cfg.api_base)
 
+        tried = False
+
         async def attempt() -> str:
-            slot = await limit.acquire()
+            nonlocal tried
+            slot = await limit.acquire(retry=tried)
+            tried = True
             try:
                 async with asyncio.timeout(cfg.timeout + _GUARD_SLACK):
                     response = await litellm.acompletion(messages=messages, **kwargs)
@@ -131,9 +135,13 @@ class LLMClient:
         kwargs = self._call_kwargs(cfg, max_tokens)
         limit = self.limit_for(cfg.provider, cfg.api_base)
 
+        tried = False
+
         async def open_stream() -> tuple[Any, str | None, Slot]:
+            nonlocal tried
             # The slot stays taken for the whole stream, so it is released here only on failure.
-            slot = await limit.acquire()
+            slot = await limit.acquire(retry=tried)
+            tried = True
             response: Any = None
             try:
                 async with asyncio.timeout(cfg.timeout + _GUARD_SLACK):

@@ -111,6 +111,24 @@ async def test_a_cancelled_waiter_gives_its_place_on() -> None:
     slot.release()
 
 
+async def test_a_retry_goes_ahead_of_calls_not_yet_started() -> None:
+    limit = AdaptiveLimit("p", ceiling=1, initial=1)
+    held = await limit.acquire()
+    first = asyncio.create_task(limit.acquire())
+    second = asyncio.create_task(limit.acquire())
+    await asyncio.sleep(0)
+    retry = asyncio.create_task(limit.acquire(retry=True))
+    await asyncio.sleep(0)
+    held.release()
+    slot = await asyncio.wait_for(retry, timeout=5)
+    assert not first.done() and not second.done()
+    slot.release()
+    slot = await asyncio.wait_for(first, timeout=5)  # the others keep their order
+    assert not second.done()
+    slot.release()
+    (await asyncio.wait_for(second, timeout=5)).release()
+
+
 # ----------------------------------------------------------------- in LLMClient, over HTTP
 
 
@@ -205,3 +223,18 @@ async def test_providers_have_limits_of_their_own(llm_server: LLMTestServer) -> 
         f"openai at {llm_server.base_url}",
         f"openai at {other.base_url}",
     }
+
+
+async def test_a_refused_call_is_retried_before_the_calls_queued_behind_it(
+    llm_server: LLMTestServer,
+) -> None:
+    # One call at a time: the first is refused (Retry-After 0.1 s) and leaves its place; the next
+    # runs meanwhile, and the refused one is retried before the three still waiting, not after them.
+    llm_server.latency = 0.2
+    llm_server.script(Fail(429, retry_after=0.1))
+    llm = client(ceiling=1, initial=1)
+    calls = [asyncio.create_task(llm.complete(config(llm_server), messages(i))) for i in range(5)]
+    replies = await asyncio.gather(*calls)
+    assert replies == [f"Message number {i} is here." for i in range(5)]
+    order = [request["messages"][-1]["content"] for request in llm_server.requests]
+    assert order == [f"Message number {i} is here." for i in (0, 1, 0, 2, 3, 4)]
