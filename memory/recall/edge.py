@@ -143,7 +143,13 @@ class EdgeVectorIndex(VectorIndex):
 
     def _create_shard(self, dense_dim: int) -> edge.EdgeShard:
         config = edge.EdgeConfig(
-            vectors={DENSE_VECTOR: edge.EdgeVectorParams(size=dense_dim, distance=edge.Distance.Cosine)},
+            vectors={
+                DENSE_VECTOR: edge.EdgeVectorParams(
+                    size=dense_dim,
+                    distance=edge.Distance.Cosine,
+                    datatype=edge.VectorStorageDatatype.Float16,  # see memory.recall.index
+                )
+            },
             sparse_vectors={SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
         )
         shard = edge.EdgeShard.create(str(self._shard_path), config)

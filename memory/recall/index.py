@@ -4,6 +4,11 @@ Postgres holds the memories; the index holds one point per memory (id = the memo
 vector, a sparse keyword vector and only the payload that filters need, and can be rebuilt at any time.
 Two backends keep this contract: Qdrant Edge in-process (memory.recall.edge, the default) and a Qdrant
 server with QDRANT_URL (memory.recall.server). The payload's fields are `MemoryPayload`'s, named once.
+
+Both store dense vectors as float16 (an index made before keeps its float32): half the memory and disk
+for unit-length embeddings of an int8 model, whose own noise (cosine ~0.99 between batches) dwarfs
+float16's (cosines within ~1e-3). On an Edge shard of 100,000 points after 300 searches: 365 MB of RSS against 478,
+182 MB on disk against 257, and searches no slower (docs/PERFORMANCE.md, "The bot's memory").
 """
 
 from __future__ import annotations

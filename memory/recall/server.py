@@ -74,7 +74,11 @@ class QdrantServerIndex(VectorIndex):
                 await self._client.create_collection(
                     self._collection,
                     vectors_config={
-                        DENSE_VECTOR: qm.VectorParams(size=dense_dim, distance=qm.Distance.COSINE)
+                        DENSE_VECTOR: qm.VectorParams(
+                            size=dense_dim,
+                            distance=qm.Distance.COSINE,
+                            datatype=qm.Datatype.FLOAT16,  # see memory.recall.index
+                        )
                     },
                     sparse_vectors_config={SPARSE_VECTOR: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
                     metadata={_KEYWORDS_KEY: KEYWORD_ENCODER},

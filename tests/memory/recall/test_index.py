@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import random
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import qdrant_client
+import qdrant_edge as edge
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
@@ -278,7 +280,8 @@ async def test_fusion_ranks_a_document_matching_both_sides_first(index: VectorIn
 
     # Each side best first, with its own scores: cosine on the dense side, BM25 on the keyword side.
     assert [h.id for h in found.dense[:2]] == [dense_best.id, both.id]
-    assert found.dense[1].score == pytest.approx(1 / (1 + 0.2**2) ** 0.5, rel=1e-4)
+    # Vectors are stored as float16: a cosine comes within ~1e-3 of the float one.
+    assert found.dense[1].score == pytest.approx(1 / (1 + 0.2**2) ** 0.5, rel=2e-3)
     assert [h.id for h in found.keyword] == [both.id, keyword_only.id]
     assert found.keyword[0].score > found.keyword[1].score > 0
     for side in (found.dense, found.keyword):
@@ -357,6 +360,46 @@ async def test_edge_reopens_from_disk(tmp_path: Path) -> None:
         assert braga == Candidates(dense=[], keyword=[])
     finally:
         await reopened.close()
+
+
+async def test_dense_vectors_are_stored_as_float16_and_an_older_float32_index_still_serves(
+    tmp_path: Path,
+) -> None:
+    # Edge exposes no config getter: the shard's own config file says how it stores vectors.
+    new = EdgeVectorIndex(tmp_path / "new")
+    await new.ensure_collection(DIM)
+    await new.close()
+    stored = json.loads((tmp_path / "new" / "shard" / "edge_config.json").read_text())
+    assert stored["vectors"]["dense"]["datatype"] == "float16"
+
+    # A shard made before (float32) opens with its own config, and is searched and written as before.
+    old = tmp_path / "old"
+    (old / "shard").mkdir(parents=True)
+    config = edge.EdgeConfig(
+        vectors={"dense": edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)},
+        sparse_vectors={"sparse": edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+    )
+    edge.EdgeShard.create(str(old / "shard"), config).close()
+    (old / "keyword-encoder").write_text(KEYWORD_ENCODER + "\n")
+    index = EdgeVectorIndex(old)
+    try:
+        await index.ensure_collection(DIM)
+        points = [point(axis(i), f"a trip to {town}") for i, town in enumerate(["Lisbon", "Faro"])]
+        await index.upsert(points)
+        assert await dense_ids(index, ALICE, axis(1), limit=1) == {points[1].id}
+    finally:
+        await index.close()
+    assert "datatype" not in json.loads((old / "shard" / "edge_config.json").read_text())["vectors"]["dense"]
+
+    server = QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "memories")
+    await server.ensure_collection(DIM)
+    try:
+        collection = await server._client.get_collection("memories")
+        vectors = collection.config.params.vectors
+        assert isinstance(vectors, dict)
+        assert vectors["dense"].datatype == qm.Datatype.FLOAT16
+    finally:
+        await server.close()
 
 
 BUSY_PROBE = """
