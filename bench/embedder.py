@@ -2,7 +2,7 @@
 
 Each variant runs in a fresh process per round (so RSS is its own), rounds interleaved so machine
 load hits them alike; figures are the median [min..max] over rounds. "onnx" is the default (the
-int8 graph), "onnx-fp32" the float32 one; "-t1"/"-t2" pin the intra-op threads. "torch" is the
+int8 graph), "onnx-fp32" the float32 one; "-t1"/"-t2" pin the batches run at once. "torch" is the
 first local embedder: sentence-transformers' encode in a worker thread, batches of 64.
 
     .venv/bin/python -m bench.embedder [--rounds 3] [--queries 200] [--texts 256] [--batch-size 16]

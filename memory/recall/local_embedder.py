@@ -122,11 +122,11 @@ def ensure_exported(model_dir: Path) -> ModelManifest:
 
 
 def default_threads() -> int:
-    """Intra-op threads: 2 where the CPU has them.
+    """Batches run at once: 2 where the CPU has them.
 
-    Measured on a 2-core host (bench/embedder.py): 2 threads give ~1.8x the batch throughput of 1
-    and the same single-query latency. Past 2, formation batches would take cores from PostgreSQL,
-    Qdrant and the event loop sharing this process's machine; raise `threads` where they are elsewhere.
+    Measured on a 2-core host (bench/embedder.py): two at once give ~1.8x the throughput of one. Past
+    2, formation batches would take cores from PostgreSQL, Qdrant and the event loop sharing this
+    process's machine; raise `threads` where they are elsewhere.
     """
     return min(2, os.cpu_count() or 1)
 
@@ -135,9 +135,14 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 on this machine's CPU through onnxruntime; nothing is downloaded.
 
     The model loads on the first `embed` (exporting it first if needed), not in the constructor.
-    Texts are sorted by length and run in batches of `batch_size`, each padded only to its own
-    longest text; one batch runs at a time (onnxruntime already spreads a batch over `threads`
-    cores). A single text (a recall's query) does not wait for the batch running: it runs beside it.
+    Texts are sorted by length and run in batches of up to `batch_size`, each padded only to its own
+    longest text, `threads` batches at once, each on one thread of one shared session (onnxruntime
+    runs a session from several threads at once). A single text (a recall's query) does not wait for
+    the batches running: it runs beside them, on one thread too. One thread per run rather than
+    onnxruntime's own threads inside a run: a query's matrices are too small for a second thread to
+    pay, and the core it leaves serves PostgreSQL and the event loop, which work beside the query
+    during a recall (recall p50 ~2 ms lower on 2 cores), while batches keep their throughput (two runs
+    of one thread did 101 to 129 texts/s where one run of two threads did 93 to 122).
     """
 
     def __init__(
@@ -188,10 +193,8 @@ class LocalEmbedder:
                     f"{LOCAL_MODEL_NAME}: delete it and run scripts/setup"
                 )
             options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self._threads
+            options.intra_op_num_threads = 1  # concurrency comes from runs at once (see the class doc)
             options.inter_op_num_threads = 1
-            # Spinning worker threads would burn the cores between queries.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             try:
                 tokenizer = Tokenizer.from_file(str(self._dir / TOKENIZER_FILE))
                 session = onnxruntime.InferenceSession(
@@ -232,11 +235,16 @@ class LocalEmbedder:
         if len(texts) == 1:
             return await asyncio.to_thread(self._run, [texts[0]])
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # A few texts are shared among the threads too, rather than run as one batch on one of them.
+        size = max(1, min(self._batch_size, -(-len(order) // self._threads)))
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
         vectors: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
+        for first in range(0, len(batches), self._threads):
+            group = batches[first : first + self._threads]
             async with self._run_lock:
-                rows = await asyncio.to_thread(self._run, [texts[i] for i in batch])
-            for index, row in zip(batch, rows, strict=True):
-                vectors[index] = row
+                runs = [asyncio.to_thread(self._run, [texts[i] for i in batch]) for batch in group]
+                results = await asyncio.gather(*runs)
+            for batch, rows in zip(group, results, strict=True):
+                for index, row in zip(batch, rows, strict=True):
+                    vectors[index] = row
         return vectors
