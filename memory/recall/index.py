@@ -5,10 +5,10 @@ vector, a sparse keyword vector and only the payload that filters need, and can 
 Two backends keep this contract: Qdrant Edge in-process (memory.recall.edge, the default) and a Qdrant
 server with QDRANT_URL (memory.recall.server). The payload's fields are `MemoryPayload`'s, named once.
 
-Both store dense vectors as float16 (an index made before keeps its float32): half the memory and disk
-for unit-length embeddings of an int8 model, whose own noise (cosine ~0.99 between batches) dwarfs
-float16's (cosines within ~1e-3). On an Edge shard of 100,000 points after 300 searches: 365 MB of RSS against 478,
-182 MB on disk against 257, and searches no slower (docs/PERFORMANCE.md, "The bot's memory").
+Both store dense vectors as float16 (an index made before keeps its float32): half the vector bytes,
+for unit-length embeddings of an int8 model whose own noise (cosine ~0.99 between batches) dwarfs
+float16's (cosines within ~1e-3). 100,000 points after 300 searches (bench/index_memory.py): 366 MB
+of RSS against 472, 411 MB on disk against 462, recall quality unchanged (docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
