@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from memory.concurrency import AdaptiveLimit
+from memory.concurrency import AdaptiveLimit, Slot
 from memory.llm import LLMClient, LLMUnavailableError
 from memory.types import ModelConfig
 from testkit.llm_server import Fail, LLMTestServer, Reply, Stall
@@ -98,12 +98,17 @@ async def test_a_refused_probe_falls_back_to_what_the_provider_took_not_to_half(
     assert limit.level == 3
 
 
+async def held_and_queued(limit: AdaptiveLimit) -> tuple[Slot, asyncio.Task[Slot], asyncio.Task[Slot]]:
+    """The limit's one place taken, and two calls queued behind it, in order."""
+    held = await limit.acquire()
+    first, second = asyncio.create_task(limit.acquire()), asyncio.create_task(limit.acquire())
+    await asyncio.sleep(0)
+    return held, first, second
+
+
 async def test_a_cancelled_waiter_gives_its_place_on() -> None:
     limit = AdaptiveLimit("p", ceiling=1, initial=1)
-    held = await limit.acquire()
-    waiting = asyncio.create_task(limit.acquire())
-    behind = asyncio.create_task(limit.acquire())
-    await asyncio.sleep(0)
+    held, waiting, behind = await held_and_queued(limit)
     held.release()  # the place goes to `waiting`, which is cancelled before it runs
     waiting.cancel()
     slot = await asyncio.wait_for(behind, timeout=5)
@@ -113,10 +118,7 @@ async def test_a_cancelled_waiter_gives_its_place_on() -> None:
 
 async def test_a_retry_goes_ahead_of_calls_not_yet_started() -> None:
     limit = AdaptiveLimit("p", ceiling=1, initial=1)
-    held = await limit.acquire()
-    first = asyncio.create_task(limit.acquire())
-    second = asyncio.create_task(limit.acquire())
-    await asyncio.sleep(0)
+    held, first, second = await held_and_queued(limit)
     retry = asyncio.create_task(limit.acquire(retry=True))
     await asyncio.sleep(0)
     held.release()
