@@ -5,9 +5,10 @@ share the work: see `_claim`) and formed batch by batch: the exchanges its repli
 (memory.formation.pending; exchanges with a message said incognito or forgotten are only marked
 done), each shaped as its user and personality chose (memory.formation.shaping:
 verbatim, cleaned, or summarized by the LLM), then embedded, written and indexed. The batches run as
-a pipeline (memory.formation.pipeline): the next ones are summarized while one is written, so the
-LLM and the CPU work overlap. A batch's rows are written and its messages marked in one transaction;
-its points are indexed after it, and a crash in between leaves them 'formed' for `index_pending`.
+a pipeline (memory.formation.pipeline): the next ones are summarized and embedded while one is
+written, so the LLM, the embedder and the database work overlap. A batch's rows are written and its
+messages marked in one transaction; its points are indexed after it, and a crash in between leaves
+them 'formed' for `index_pending`.
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ class FormationReport:
 
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    """A batch summarized: its memories to write, the messages its write marks, its report so far."""
+    """A batch formed: its memories and their vectors to write, the messages its write marks, its
+    report so far."""
 
     formed: list[Shaped]
+    vectors: list[list[float]]
     done: list[str]
     report: FormationReport
 
@@ -263,7 +266,12 @@ class MemoryFormation:
     async def _summarize(
         self, jobs: list[Coroutine[Any, Any, Shaped]], done: list[str], report: FormationReport
     ) -> _Batch:
-        return _Batch(list(await asyncio.gather(*jobs)), done, report)
+        """The batch shaped, then embedded: both before its write, so that a batch is embedded while
+        the one before it is written and indexed (the embedder works in its threads, the write on
+        the event loop and PostgreSQL), not after."""
+        formed = list(await asyncio.gather(*jobs))
+        vectors = await self._store.embedder.embed([f.content for f in formed]) if formed else []
+        return _Batch(formed, vectors, done, report)
 
     async def _write_batch(
         self,
@@ -272,9 +280,8 @@ class MemoryFormation:
         progress: ProgressCallback | None,
         batch: _Batch,
     ) -> None:
-        """Embed, write and mark the batch in one transaction, then index it (see the module doc)."""
-        formed, batch_report = batch.formed, batch.report
-        vectors = await self._store.embedder.embed([f.content for f in formed]) if formed else []
+        """Write and mark the batch in one transaction, then index it (see the module doc)."""
+        formed, vectors, batch_report = batch.formed, batch.vectors, batch.report
         rows = [memory_row(conversation, f, self._store.embedding_model) for f in formed]
         for item in formed:
             batch_report.memories += 1
