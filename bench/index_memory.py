@@ -9,7 +9,7 @@ mapped from disk) when loaded and after the searches, and the search latency. Ea
 fresh child on the same index. Run it on two checkouts to compare index layouts (the index's
 configuration is the product's, not a setting of this bench).
 
-    .venv/bin/python -m bench.index_memory [--points 100000] [--users 1000] [--searches 300] [--runs 2]
+    .venv/bin/python -m bench.index_memory [--points 100000] [--users 1000] [--searches 300] [--runs 3]
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=100_000)
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=300)
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)  # the child's side
     args = parser.parse_args()
     if args.probe is not None:

@@ -261,9 +261,9 @@ class MemoryFormation:
         # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
         # and the next read sees rows as they are now, not as this one loaded them).
         session.expunge_all()
-        return Read(frozenset(done), self._summarize(jobs, done, report))
+        return Read(frozenset(done), self._form(jobs, done, report))
 
-    async def _summarize(
+    async def _form(
         self, jobs: list[Coroutine[Any, Any, Shaped]], done: list[str], report: FormationReport
     ) -> _Batch:
         """The batch shaped, then embedded: both before its write, so that a batch is embedded while

@@ -391,10 +391,11 @@ async def test_dense_vectors_are_stored_as_float16_and_an_older_float32_index_st
         await index.close()
     assert "datatype" not in json.loads((old / "shard" / "edge_config.json").read_text())["vectors"]["dense"]
 
-    server = QdrantServerIndex(AsyncQdrantClient(location=":memory:"), "memories")
+    client = AsyncQdrantClient(location=":memory:")
+    server = QdrantServerIndex(client, "memories")
     await server.ensure_collection(DIM)
     try:
-        collection = await server._client.get_collection("memories")
+        collection = await client.get_collection("memories")
         vectors = collection.config.params.vectors
         assert isinstance(vectors, dict)
         assert vectors["dense"].datatype == qm.Datatype.FLOAT16
