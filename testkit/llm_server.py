@@ -70,7 +70,21 @@ class Drop:
     """Close the TCP connection without sending any response."""
 
 
-Behaviour = Reply | Stall | Fail | Drop
+@dataclass(frozen=True, slots=True)
+class NoChoices:
+    """Answer HTTP 200 with `"choices": []`, as some gateways do after a content filter."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trickle:
+    """Stream the answer one word every `interval` seconds, after `idle` seconds of empty deltas
+    (one every 0.2 s): a stream that is alive but never ends in time."""
+
+    interval: float = 0.0
+    idle: float = 0.0
+
+
+Behaviour = Reply | Stall | Fail | Drop | NoChoices | Trickle
 Responder = Callable[[dict[str, Any]], str]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -133,6 +147,8 @@ class LLMTestServer:
         # The bodies of the requests it accepted (one refused for the concurrency limit only counts in
         # `rejected`).
         self.requests: list[dict[str, Any]] = []
+        # The Authorization header of each of those requests (None when it had none).
+        self.authorizations: list[str | None] = []
         # None accepts every model name; a set makes other names answer 404 like a real server.
         self.known_models: set[str] | None = None
         # None: any number in flight; N: the (N+1)th concurrent request gets 429 + Retry-After.
@@ -161,6 +177,7 @@ class LLMTestServer:
         """Forget requests, script and peak concurrency (for a server shared between tests)."""
         self._script.clear()
         self.requests.clear()
+        self.authorizations.clear()
         self.max_in_flight = self.in_flight
         self.latency = 0.0
         self.responder = echo_first_sentence
@@ -219,17 +236,18 @@ class LLMTestServer:
         if not isinstance(body, dict):
             raise _error_response(400, "request body must be a JSON object")
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
         return body
 
-    async def _apply_script(self, request: web.Request) -> Reply | None:
-        """Play the next scripted behaviour; returns a Reply to use, raises for a failure."""
+    async def _apply_script(self, request: web.Request) -> Reply | NoChoices | Trickle | None:
+        """Play the next scripted behaviour; returns what shapes the answer, raises for a failure."""
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if not self._script:
             return None
         behaviour = self._script.popleft()
         match behaviour:
-            case Reply():
+            case Reply() | NoChoices() | Trickle():
                 return behaviour
             case Stall(seconds):
                 await asyncio.sleep(seconds)
@@ -252,7 +270,7 @@ class LLMTestServer:
             if self.known_models is not None and body.get("model") not in self.known_models:
                 raise _error_response(404, f"The model '{body.get('model')}' does not exist")
             scripted = await self._apply_script(request)
-            text = scripted.text if scripted else self.responder(body)
+            text = scripted.text if isinstance(scripted, Reply) else self.responder(body)
             prompt_tokens = sum(
                 estimate_tokens(_content_text(m.get("content"))) + 4 for m in body["messages"]
             )
@@ -263,6 +281,9 @@ class LLMTestServer:
             }
             completion_id = f"chatcmpl-test{next(self._ids)}"
             created = int(time.time())
+            choices = [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ]
             if not body.get("stream"):
                 return web.json_response(
                     {
@@ -270,13 +291,7 @@ class LLMTestServer:
                         "object": "chat.completion",
                         "created": created,
                         "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
-                            }
-                        ],
+                        "choices": [] if isinstance(scripted, NoChoices) else choices,
                         "usage": usage,
                     }
                 )
@@ -297,9 +312,16 @@ class LLMTestServer:
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
             await send({"role": "assistant", "content": ""})
+            if isinstance(scripted, NoChoices):
+                text = ""
+            trickle = scripted if isinstance(scripted, Trickle) else Trickle()
+            idle_until = time.monotonic() + trickle.idle
+            while time.monotonic() < idle_until:
+                await asyncio.sleep(0.2)
+                await send({"content": ""})
             for piece in re.findall(r"\S+\s*", text):
                 await send({"content": piece})
-                await asyncio.sleep(0)
+                await asyncio.sleep(trickle.interval)
         # Out of the in-flight count before the last chunks: the client may start its next request as
         # soon as it has read them.
         await send({}, finish="stop")
