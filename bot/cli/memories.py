@@ -90,6 +90,7 @@ def _read_import(args: argparse.Namespace) -> tuple[list[TranscriptLine], int, s
 
 
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.formation.stats import fallback_line
     from memory.types import MemoryMode
 
     lines, skipped, name = _read_import(args)
@@ -113,11 +114,10 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
     f = report.formation
     print(f"messages read:   {report.messages_read} ({report.messages_new} new)")
     print(f"exchanges:       {report.exchanges}")
-    print(
-        f"memories stored: {f.memories} "
-        f"({f.extractive} extractive, {f.fidelity_misses} kept verbatim for fidelity)"
-    )
+    print(f"memories stored: {f.memories} ({f.extractive} extractive, {f.fidelity_misses} carrying facts)")
     print(f"skipped lines:   {report.skipped_lines + f.skipped}")
+    if failed := fallback_line(f.fallbacks, f.memories, f.fallback_details):
+        print(failed)
 
 
 def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
@@ -202,6 +202,8 @@ async def cmd_reindex(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.formation.stats import fallback_line
+
     personality = await runtime.personalities.get(args.personality)
     memory = runtime.memory
     stats = await memory.stats(personality_id=personality.id)
@@ -209,9 +211,10 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
     report = await memory.resummarize(personality.id, progress=progress("Re-summarizing")(todo))
     print(
         f"Re-summarized {report.memories} of {report.exchanges} memories; "
-        f"{report.extractive} left as they were (summarizer unavailable), "
-        f"{report.fidelity_misses} kept verbatim for fidelity."
+        f"{report.extractive} left as they were, {report.fidelity_misses} carrying facts."
     )
+    if failed := fallback_line(report.fallbacks, report.exchanges, report.fallback_details):
+        print(failed)
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:

@@ -85,6 +85,16 @@ class Facts:
     def keys(self) -> set[str]:
         return {*self.names, *self.numbers, *self.times, *self.dates}
 
+    def only(self, keys: Iterable[str]) -> Facts:
+        """These facts, restricted to `keys`."""
+        kept = set(keys)
+        return Facts(
+            {key: stems for key, stems in self.names.items() if key in kept},
+            self.numbers & kept,
+            self.times & kept,
+            self.dates & kept,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Vocabulary:
@@ -105,10 +115,10 @@ class Vocabulary:
 
 
 @functools.lru_cache(maxsize=65536)
-def _zipf(word: str) -> float:
+def zipf(word: str) -> float:
     """How common a word is; a hyphenated one as its rarest part ("bubble-wrap" is common)."""
     if "-" in word:
-        return min(_zipf(part) for part in word.split("-") if part) if word.strip("-") else 0.0
+        return min(zipf(part) for part in word.split("-") if part) if word.strip("-") else 0.0
     return zipf_frequency(word, "en")
 
 
@@ -231,7 +241,7 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
         if run:
             key = " ".join(_possessive_dropped(w.casefold().replace("’", "'")) for w in run)
             stems = tuple(word_stem(w) for w in run)
-            distinctive = tuple(s for s in stems if _zipf(s) < DISTINCTIVE_ZIPF) or stems
+            distinctive = tuple(s for s in stems if zipf(s) < DISTINCTIVE_ZIPF) or stems
             found[key] = distinctive
         run.clear()
         joiners.clear()
@@ -294,10 +304,10 @@ def _is_name(
         return True
     if word.isupper():
         # Shouting ("I GOT AN ALLOTMENT") is no name; a short rare acronym ("LGBTQ") is.
-        return len(word) <= 5 and _zipf(folded) < COMMON_ZIPF
+        return len(word) <= 5 and zipf(folded) < COMMON_ZIPF
     if not initial:
         # Capitalized mid-sentence, but a common word the text also writes in lower case: emphasis.
-        return not (folded in lowercase and _zipf(folded) >= DISTINCTIVE_ZIPF)
+        return not (folded in lowercase and zipf(folded) >= DISTINCTIVE_ZIPF)
     if "'" in _possessive_dropped(folded):
         return False  # "They've", "Didn't": contractions open sentences, names rarely do
     if stem in lowercase or folded in lowercase:
@@ -306,7 +316,7 @@ def _is_name(
         return False  # "Honestly, ..." (a name opening a sentence with a comma is a greeting)
     if len(folded) > 5 and folded.endswith(("ing", "ly", "ed")):
         return False  # "Seeing", "Wishing", "Apparently", "Started"
-    return _zipf(folded) < COMMON_ZIPF
+    return zipf(folded) < COMMON_ZIPF
 
 
 def extract_key_facts(text: str) -> set[str]:
