@@ -230,7 +230,7 @@ class MemoryFormation:
         if not done:
             return None
         report = FormationReport(exchanges=len(exchanges), excluded=len(grouping.excluded))
-        shaping: Awaitable[Sequence[Shaped]] = _nothing()
+        shaping: Awaitable[Sequence[Shaped]] | None = None
         if exchanges:
             personality = await session.scalar(
                 select(Personality)
@@ -283,7 +283,7 @@ class MemoryFormation:
         """The batch shaped, then embedded: both before its write, so that a batch is embedded while
         the one before it is written and indexed (the embedder works in its threads, the write on
         the event loop and PostgreSQL), not after."""
-        formed = await shaping
+        formed = await shaping if shaping is not None else []
         vectors = await self._store.embedder.embed([f.content for f in formed]) if formed else []
         return _Batch(formed, vectors, done, report)
 
@@ -311,10 +311,6 @@ class MemoryFormation:
         report.add(batch_report)
         if progress is not None:
             progress(batch_report.exchanges)
-
-
-async def _nothing() -> Sequence[Shaped]:
-    return []
 
 
 async def _claim(session: AsyncSession, candidates: Select[int], claimed: list[int]) -> Conversation | None:

@@ -58,9 +58,9 @@ async def test_llm_summary_is_cleaned_and_capped(
     assert result.text == "Alice adopted a grey cat named Pixel on 2024-02-10."
     assert result.summarizer == "openai/s"
     request = llm_server.requests[-1]
-    assert request["messages"][0] == {"role": "system", "content": "Be brief."}
-    assert "Alice: hi" in request["messages"][1]["content"]
-    assert request["max_tokens"] <= 60
+    assert request["messages"][0]["content"].startswith("Be brief.\n\n")  # then the answer's format
+    assert "<context>\n> Alice: hi\n</context>" in request["messages"][1]["content"]
+    assert request["max_tokens"] <= 60 + 8
 
 
 async def test_longer_than_input_answer_is_not_kept(
