@@ -362,8 +362,9 @@ class ExchangeSummarizer:
                 return _Verdict("", FallbackReason.UNPARSEABLE)
         foreign = foreign_facts(summary, item.allowed, names=item.exchange.names)
         if foreign:
-            theirs = set(foreign) - set(foreign_facts(summary, item.others, names=item.exchange.names))
-            reason = FallbackReason.OTHER_USER if theirs else FallbackReason.INVENTED
+            # Another user's when every such fact is in their lines; a fact nobody said is invented.
+            nobodys = set(foreign) & set(foreign_facts(summary, item.others, names=item.exchange.names))
+            reason = FallbackReason.INVENTED if nobodys else FallbackReason.OTHER_USER
             return _Verdict(summary, reason, ", ".join(foreign))
         words = _others_words(summary, item)
         if words:
