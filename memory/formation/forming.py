@@ -278,7 +278,7 @@ class MemoryFormation:
         return Read(frozenset(done), self._form(shaping, done, report))
 
     async def _form(
-        self, shaping: Awaitable[Sequence[Shaped]], done: list[str], report: FormationReport
+        self, shaping: Awaitable[Sequence[Shaped]] | None, done: list[str], report: FormationReport
     ) -> _Batch:
         """The batch shaped, then embedded: both before its write, so that a batch is embedded while
         the one before it is written and indexed (the embedder works in its threads, the write on

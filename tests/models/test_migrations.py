@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from alembic.autogenerate import compare_metadata
-from alembic.script import ScriptDirectory
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
