@@ -83,6 +83,7 @@ class Transcript:
     """A set as `personae import` lines, one user (or several, shared channels) at a time."""
 
     name: str
+    personality: str
     lines: list[dict[str, Any]]
     labelled: list[Labelled]
 
@@ -114,7 +115,7 @@ def locomo_transcripts(directory: Path) -> list[Transcript]:
                 speakers = tuple(sorted({m["author"] for m in said}))
                 labelled.append(Labelled("LoCoMo dev", line["id"], text, speakers, tuple(labels[key])))
             pending = []
-        transcripts.append(Transcript(dialogue.name, dialogue.lines, labelled))
+        transcripts.append(Transcript(dialogue.name, dialogue.personality_name, dialogue.lines, labelled))
     return transcripts
 
 
@@ -145,7 +146,7 @@ def roleplay_transcript() -> Transcript:
         labelled.append(
             Labelled("roleplay", f"{record['id']}-r", text, speakers, tuple(record["facts"]), other_facts)
         )
-    return Transcript("roleplay", lines, labelled)
+    return Transcript("roleplay", PERSONALITY, lines, labelled)
 
 
 def cleaned(text: str) -> str:
@@ -271,12 +272,14 @@ async def form(
         models=summarizer_models(cfg),
     )
     importer = TranscriptImporter(db.sessionmaker, service.formation)
-    personality, _ = await PersonalityService(db.sessionmaker).create(
-        f"{PERSONALITY} {run_id}", memory_mode=MemoryMode.SUMMARIZED
-    )
     found: dict[str, list[Memory]] = {}
     try:
         for transcript in transcripts:
+            personality, _ = await PersonalityService(db.sessionmaker).create(
+                f"{transcript.name}-{run_id}",
+                display_name=transcript.personality,
+                memory_mode=MemoryMode.SUMMARIZED,
+            )
             lines = [
                 TranscriptLine.model_validate({**line, "line_no": i})
                 for i, line in enumerate(transcript.lines)
@@ -285,22 +288,17 @@ async def form(
                 lines,
                 personality_id=personality.id,
                 personality_user_id=f"bench-{run_id}",
-                default_user_id=None,
+                # A conversation opened by the personality: its first line answers its first user.
+                default_user_id=next(line["user_id"] for line in transcript.lines if line.get("user_id")),
             )
             async with db.sessionmaker() as session:
                 memories = await session.scalars(
-                    select(Memory).where(
-                        Memory.personality_id == personality.id, Memory.user_id.not_in(_seen(found))
-                    )
+                    select(Memory).where(Memory.personality_id == personality.id)
                 )
                 found[transcript.name] = list(memories.all())
     finally:
         await index.close()
     return found
-
-
-def _seen(found: dict[str, list[Memory]]) -> set[str]:
-    return {m.user_id for memories in found.values() for m in memories}
 
 
 def outcome(transcripts: list[Transcript], memories: list[Memory], model: CountingModel | None) -> Outcome:

@@ -24,9 +24,10 @@ from wordfreq import zipf_frequency
 
 from memory.formation.cleaning import strip_chat_template_tokens
 
-# A word at least this frequent (zipf: log10 of uses per billion words) is a common word: at a
-# sentence's start it is no name, and in a name of several words it is not what identifies it.
-COMMON_ZIPF = 3.5
+# A word at least this frequent (zipf: log10 of uses per billion words) is a common word at a
+# sentence's start, no name (tuned on bench.summaries' labelled sets); one at least DISTINCTIVE_ZIPF
+# frequent, in a name of several words, is not what identifies it.
+COMMON_ZIPF = 3.3
 DISTINCTIVE_ZIPF = 4.5
 
 _MONTHS = {
@@ -37,6 +38,13 @@ _MONTHS = {
     "sept": "september", "oct": "october", "nov": "november", "dec": "december",
 }  # fmt: skip
 _WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+# Weekdays shortened, when capitalized ("last Fri"); "Sat" and "Sun" are words too often.
+_WEEKDAY_ABBREVIATIONS = {
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday", "thu": "thursday",
+    "thur": "thursday", "thurs": "thursday", "fri": "friday",
+}  # fmt: skip
+# "Mr. Pike": a title's dot ends no sentence, and the title is no name of its own.
+_TITLES = frozenset({"mr", "mrs", "ms", "mx", "dr", "prof", "st", "sr", "jr", "mt"})
 _MONTH_NUMBERS = [
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
     "november", "december",
@@ -68,8 +76,8 @@ _NAME_JOINERS = frozenset({"of", "de", "da", "del", "della", "van", "von", "der"
 # Never names, wherever they stand and however rare wordfreq finds them.
 _NEVER_NAMES_TEXT = """i i'm i've i'll i'd user assistant ok okay lol lmao rofl haha hehe hah xd uwu owo omg
     omfg hmm hmmm aww awww ooh oooh ohh ugh yay yayy woohoo wooo yeah yess yesss nope nah pls plz thx
-    ty tbh idk imo imho btw brb gg ikr smh ngl fr rn lmk np"""
-_NEVER_NAMES = frozenset(_NEVER_NAMES_TEXT.split())
+    ty tbh idk imo imho btw brb gg ikr smh ngl fr rn lmk np congrats bye oof whoa woah yikes welp"""
+_NEVER_NAMES = frozenset(_NEVER_NAMES_TEXT.split()) | _TITLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +185,12 @@ def _is_sentence_initial(text: str, start: int) -> bool:
     i = start - 1
     while i >= 0 and text[i] in _OPENERS:
         i -= 1
+    if i >= 0 and text[i] == ".":
+        word_start = i
+        while word_start > 0 and text[word_start - 1].isalpha():
+            word_start -= 1
+        if text[word_start:i].casefold() in _TITLES:
+            return False
     return i < 0 or text[i] in _SENTENCE_END
 
 
@@ -228,10 +242,20 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
     for word, _, _ in tokens:
         if word[0].islower():
             lowercase.update((word.casefold(), word_stem(word)))
-    # A word capitalized where no sentence starts, anywhere in the text, is a name the text knows.
+    # A word capitalized where no sentence starts, anywhere in the text, is a name the text knows;
+    # so is one that opens two sentences and is never written in lower case ("Harold ... Harold").
+    openings: dict[str, int] = {}
     for word, start, _ in tokens:
-        if word[0].isupper() and not word.isupper() and not _is_sentence_initial(text, start):
-            known.add(word_stem(word))
+        if word[0].isupper() and not word.isupper():
+            if not _is_sentence_initial(text, start):
+                known.add(word_stem(word))
+            else:
+                openings[word_stem(word)] = openings.get(word_stem(word), 0) + 1
+    known.update(
+        stem
+        for stem, count in openings.items()
+        if count > 1 and stem not in lowercase and stem not in _NEVER_NAMES and _may_be_a_name(stem)
+    )
     found: dict[str, tuple[str, ...]] = {}
     run: list[str] = []
     joiners: list[str] = []
@@ -258,6 +282,8 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
             continue
         month = _MONTHS.get(folded.rstrip("."))
         initial = _is_sentence_initial(text, start)
+        if folded in _WEEKDAY_ABBREVIATIONS:
+            folded = _WEEKDAY_ABBREVIATIONS[folded]
         if month is not None or folded in _WEEKDAYS:
             if month in _AMBIGUOUS_MONTHS and initial:
                 following = text[end : end + 3].lstrip()
@@ -267,7 +293,9 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
             dates.add(month or folded)
             close_run()
             continue
-        if not _is_name(word, folded, initial, text, end, known, lowercase):
+        if not _is_name(word, folded, initial, text, end, known, lowercase) and not (
+            initial and _coordinated(text, end, known)
+        ):
             close_run()
             continue
         if run and not adjacent:
@@ -281,6 +309,20 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
     for word in _lowercase_dates(tokens):
         dates.add(word)
     return Facts(found, frozenset(numbers), frozenset(times), frozenset(dates))
+
+
+def _may_be_a_name(stem: str) -> bool:
+    """Not an everyday word, nor shaped like a verb or an adverb ("Searching", "Sadly")."""
+    return zipf(stem) < DISTINCTIVE_ZIPF and not (len(stem) > 5 and stem.endswith(("ing", "ly", "ed")))
+
+
+_COORDINATED_RE = re.compile(r" (?:and|&|or) ([^\W\d_][\w'’-]*)")
+
+
+def _coordinated(text: str, end: int, known: set[str]) -> bool:
+    """Whether a capitalized word is joined by "and" to a name the text knows ("Luna and Oliver")."""
+    match = _COORDINATED_RE.match(text, end)
+    return match is not None and match.group(1)[0].isupper() and word_stem(match.group(1)) in known
 
 
 def _lowercase_dates(tokens: list[tuple[str, int, int]]) -> Iterable[str]:
@@ -304,19 +346,18 @@ def _is_name(
         return True
     if word.isupper():
         # Shouting ("I GOT AN ALLOTMENT") is no name; a short rare acronym ("LGBTQ") is.
-        return len(word) <= 5 and zipf(folded) < COMMON_ZIPF
+        return len(word) <= 5 and zipf(folded) < DISTINCTIVE_ZIPF
     if not initial:
         # Capitalized mid-sentence, but a common word the text also writes in lower case: emphasis.
         return not (folded in lowercase and zipf(folded) >= DISTINCTIVE_ZIPF)
-    if "'" in _possessive_dropped(folded):
-        return False  # "They've", "Didn't": contractions open sentences, names rarely do
+    plain = _possessive_dropped(folded)
+    if "'" in plain or (folded.endswith("in") and text[end : end + 1] in ("'", "’")):
+        return False  # "They've", "Didn't", "Startin'": contractions open sentences, names rarely do
     if stem in lowercase or folded in lowercase:
         return False  # "Junipers like..." where the text also says "a juniper": a common noun
-    if text[end : end + 1] == ",":
-        return False  # "Honestly, ..." (a name opening a sentence with a comma is a greeting)
-    if len(folded) > 5 and folded.endswith(("ing", "ly", "ed")):
+    if not _may_be_a_name(stem):
         return False  # "Seeing", "Wishing", "Apparently", "Started"
-    return zipf(folded) < COMMON_ZIPF
+    return max(zipf(plain), zipf(stem)) < COMMON_ZIPF  # "Setbacks" is as common as "setback"
 
 
 def extract_key_facts(text: str) -> set[str]:

@@ -149,6 +149,7 @@ def test_facts_the_allowed_text_does_not_hold_are_foreign() -> None:
         "12",
         "mallory",
         "march",
+        "pin",  # an acronym
     ]
 
 
