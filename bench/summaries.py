@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -120,20 +121,22 @@ def locomo_transcripts(directory: Path) -> list[Transcript]:
 
 
 def roleplay_transcript() -> Transcript:
+    """The roleplay set as one busy shared channel: its exchanges in order, each user's own, another
+    user's line (and the reply to it) just before those that have one."""
     lines: list[dict[str, Any]] = []
     labelled = []
+    venue = {"guild_id": "rp", "channel_id": "rp"}
+
+    def said(line_id: str, author: str, text: str, reply_to: str | None = None) -> None:
+        line = {"id": line_id, "author": author, "content": text, **venue}
+        if reply_to is None:
+            line.update(role="user", user_id=f"rp-{author.lower()}")
+        else:
+            line.update(role="assistant", reply_to=reply_to)
+        lines.append(line)
+
     for raw in ROLEPLAY.read_text(encoding="utf-8").splitlines():
         record = json.loads(raw)
-        venue = {"guild_id": "rp", "channel_id": record["id"]}
-
-        def said(line_id: str, author: str, text: str, reply_to: str | None = None) -> None:
-            line = {"id": line_id, "author": author, "content": text, **venue}  # noqa: B023
-            if reply_to is None:
-                line.update(role="user", user_id=f"rp-{author.lower()}")
-            else:
-                line.update(role="assistant", reply_to=reply_to)
-            lines.append(line)
-
         others = record.get("others", [])
         for i, other in enumerate(others):
             said(f"{record['id']}-o{i}", other["author"], other["text"])
@@ -170,6 +173,7 @@ def label_facts(labels: Iterable[str]) -> dict[str, set[str]]:
     return atoms
 
 
+_LETTERS_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 _DATE_WORDS = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
     "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
@@ -301,12 +305,21 @@ async def form(
     return found
 
 
-def outcome(transcripts: list[Transcript], memories: list[Memory], model: CountingModel | None) -> Outcome:
-    by_reply = {source: m for m in memories for source in m.source_message_ids}
-    labelled = [exchange for t in transcripts for exchange in t.labelled]
+def outcome(
+    transcripts: list[Transcript], found: dict[str, list[Memory]], model: CountingModel | None
+) -> Outcome:
+    # Message ids are a conversation's own (LoCoMo's "D1:3" is in both): memories are found per transcript.
+    by_reply = {
+        (name, source): m
+        for name, memories in found.items()
+        for m in memories
+        for source in m.source_message_ids
+    }
+    memories = [m for ms in found.values() for m in ms]
+    labelled = [(t.name, exchange) for t in transcripts for exchange in t.labelled]
     kept = total = invented = others = 0
-    for exchange in labelled:
-        memory = by_reply.get(exchange.reply_id)
+    for name, exchange in labelled:
+        memory = by_reply.get((name, exchange.reply_id))
         if memory is None:
             continue
         text = memory.content
@@ -323,6 +336,7 @@ def outcome(transcripts: list[Transcript], memories: list[Memory], model: Counti
                     kept += atom in held.times
                 else:
                     kept += atom in held.words
+        invented += sum(1 for planted in PLANTED if planted in text and planted not in exchange.text)
         said = vocabulary(exchange.text)
         theirs = label_facts(exchange.others)
         for atom in theirs["number"] - said.numbers:
@@ -331,8 +345,6 @@ def outcome(transcripts: list[Transcript], memories: list[Memory], model: Counti
             stems = [word_stem(w) for w in atom.split()]
             if not all(s in said.words for s in stems):
                 others += all(s in held.words for s in stems)
-    for memory in memories:
-        invented += sum(1 for planted in PLANTED if planted in memory.content)
     source = sum(m.source_chars for m in memories)
     stored = sum(len(m.content) + len(m.content_verbatim or "") for m in memories)
     summarized = sum(1 for m in memories if m.summarized)
@@ -384,7 +396,7 @@ async def run(locomo_dir: Path, modes: list[str]) -> None:
                     db, embedder, transcripts, f"{number}-{name[:3]}", cfg=cfg if counted else None,
                     batch_exchanges=BATCH_EXCHANGES,
                 )  # fmt: skip
-                result = outcome(transcripts, [m for ms in found.values() for m in ms], counted)
+                result = outcome(transcripts, found, counted)
                 ratio = ""
                 if baseline is not None:
                     server.responder = baseline

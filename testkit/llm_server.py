@@ -127,6 +127,17 @@ def last_user_text(request: dict[str, Any]) -> str:
     return _content_text(last_user.get("content")) if last_user else ""
 
 
+def answering_each(text: str) -> Responder:
+    """A responder answering `text` for every exchange a summarizer request asks about (numbered, as
+    asked), and `text` alone to any other request: a fixed summary for benchmarks."""
+
+    def answer(request: dict[str, Any]) -> str:
+        count = len(exchanges_asked(request))
+        return "\n".join(f"[{n}] {text}" for n in range(1, count + 1)) if count else text
+
+    return answer
+
+
 _EXCHANGE_RE = re.compile(r'<exchange n="\d+"[^>]*>\n(.*?)\n</exchange>', re.DOTALL)
 
 

@@ -370,8 +370,14 @@ def vocabulary(text: str) -> Vocabulary:
     text, speakers, numbers, dates, times = _prepared(text)
     text = _numbers_as_digits(text, threshold=0)
     numbers.update(_canonical_number(m.group()) for m in _NUMBER_RE.finditer(text))
-    words = {word_stem(w) for w in _WORD_RE.findall(text)}
-    words.update(_MONTHS[w] for w in list(words) if w in _MONTHS)
+    words = set()
+    for word in _WORD_RE.findall(text):
+        folded = word.casefold()
+        words.add(word_stem(word))
+        # "Tues", "Jan." hold the dates key_facts reads from them.
+        full = _MONTHS.get(folded) or _WEEKDAY_ABBREVIATIONS.get(folded)
+        if full is not None:
+            words.add(full)
     return Vocabulary(frozenset(words | speakers | dates), frozenset(numbers), frozenset(times))
 
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from memory.formation.cleaning import (
     clean_summary_output,
     strip_chat_template_tokens,
-    strip_roleplay_formatting,
 )
 from memory.formation.extractive import extractive_summary
 from memory.formation.fidelity import Vocabulary, foreign_facts, vocabulary, word_stem, zipf
@@ -140,7 +139,8 @@ class _Item:
         """What the user's lines, the replies and the user's own earlier lines hold."""
         if self._allowed is None:
             own = "\n".join(f"{q.speaker}: {q.text}" for q in self.exchange.context if not q.other)
-            self._allowed = vocabulary(f"{strip_roleplay_formatting(self.source)}\n{own}")
+            # As said, not cleaned: a number inside an *action* or an emoticon was said too.
+            self._allowed = vocabulary(f"{self.source}\n{own}")
         return self._allowed
 
     @property
@@ -428,6 +428,7 @@ class ExchangeSummarizer:
     ) -> SummaryResult:
         if cfg is not None:
             self._log_once(cfg.model, reason, detail)
+            log.debug("Summarizer %s: %s (%s) for %.80r", cfg.model, reason.value, detail, item.source)
         return SummaryResult(self._extractive(item.source, item.cap), EXTRACTIVE, reason, detail)
 
     def _log_once(self, model: str, reason: FallbackReason, detail: str | None) -> None:
