@@ -162,9 +162,7 @@ def label_facts(labels: Iterable[str]) -> dict[str, set[str]]:
     for label in labels:
         kind, _, text = label.partition(":")
         if kind == "name":
-            atoms["name"].add(
-                " ".join(w.casefold().replace("’", "'").removesuffix("'s") for w in text.split())
-            )
+            atoms["name"].add(" ".join(word_stem(w) for w in _LETTERS_RE.findall(text)))
             continue
         held = vocabulary(text)
         atoms["time"].update(held.times)
