@@ -171,7 +171,7 @@ def label_facts(labels: Iterable[str]) -> dict[str, set[str]]:
     return atoms
 
 
-_LETTERS_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_LETTERS_RE = re.compile(r"[^\W_][\w]*(?:['’][^\W\d_]+)?")
 _DATE_WORDS = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
     "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
