@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, PermissionDeniedError
-from memory.owners.card_png import MAX_CARD_JSON_BYTES
+from memory.owners.card_png import MAX_CARD_JSON_BYTES, MAX_PNG_CHUNKS
 from memory.owners.card_prompt import compose_prompt, fill_macros
 from memory.owners.cards import (
     MAX_CARD_DEPTH,
@@ -231,6 +231,32 @@ def test_a_bomb_in_a_chunk_that_is_no_card_is_never_inflated() -> None:
         png(bomb_chunk("Comment", b"zTXt", megabytes=256), text_chunk("chara", encoded(SERAPHINA_V2)))
     )
     assert card.fields.name == "Seraphina"
+
+
+def test_a_card_followed_by_many_compressed_card_chunks_inflates_only_the_card_used() -> None:
+    """The outside probe's bomb (issue 20, item 9): a real `chara` chunk, then hundreds of compressed
+    `chara` chunks of 5 MB each. Only the first chunk of a keyword is read, so none of the others is
+    inflated: a broken one among them, which would be refused if it were, proves it."""
+    five_mb = text_chunk("chara", b"A" * 5 * 2**20, b"zTXt")
+    broken = chunk(b"zTXt", b"chara\x00\x00" + b"not zlib")
+    data = png(text_chunk("chara", encoded(SERAPHINA_V2)), *[five_mb] * 200, broken)
+    assert len(data) < MAX_CARD_FILE_BYTES
+    assert parse_card(data).fields.name == "Seraphina"
+
+
+def test_the_walk_ends_at_the_v3_card_used() -> None:
+    """Nothing after the `ccv3` chunk is read: not a bomb, not a damaged chunk."""
+    card_v3 = v3(SERAPHINA_V2, nickname="Sera")
+    after = [bomb_chunk("ccv3", b"zTXt"), _bad_crc(png())[len(SIGNATURE) :]]
+    data = png(text_chunk("chara", encoded(SERAPHINA_V2)), text_chunk("ccv3", encoded(card_v3)), *after)
+    assert parse_card(data).fields.nickname == "Sera"
+
+
+def test_a_png_of_too_many_chunks_is_refused_in_one_line() -> None:
+    data = png(*[chunk(b"teXt", b"")] * MAX_PNG_CHUNKS, text_chunk("chara", encoded(SERAPHINA_V2)))
+    with pytest.raises(InvalidInputError) as caught:
+        parse_card(data)
+    assert str(caught.value) == "The PNG has over 20,000 chunks; a card's picture never has."
 
 
 def test_macros() -> None:
