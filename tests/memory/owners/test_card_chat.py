@@ -81,11 +81,8 @@ async def test_depth_lore_depth_prompt_and_post_history_instructions_sit_where_s
         "Can we cross the river?",
         "Stay gentle.",
     ]
-    assert [m["role"] for m in messages] == ["system", "user", "system", "assistant", "user", "assistant"] + [
-        "system",
-        "user",
-        "system",
-    ]
+    roles = ["system", "user", "system", "assistant", "user", "assistant", "system", "user", "system"]
+    assert [m["role"] for m in messages] == roles
 
 
 async def test_what_was_inserted_and_why_is_logged_at_debug(
