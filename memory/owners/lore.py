@@ -205,7 +205,10 @@ def read_entry(number: int, raw: Mapping[str, Any]) -> LoreEntry:
         constant=_bool(raw.get("constant")),
         selective=_bool(raw.get("selective")),
         logic=Logic(logic) if logic in tuple(Logic) else Logic.AND_ANY,
-        insertion_order=_number(raw.get("insertion_order")) or (_number(raw.get("order")) or DEFAULT_ORDER),
+        insertion_order=next(
+            (n for n in map(_number, (raw.get("insertion_order"), raw.get("order"))) if n is not None),
+            DEFAULT_ORDER,
+        ),
         priority=_number(raw.get("priority")),
         case_sensitive=_bool(case_sensitive),
         whole_words=_bool(ext.get("match_whole_words"), True),

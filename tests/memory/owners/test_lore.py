@@ -160,11 +160,12 @@ def test_recursion_when_the_book_asks_bounded_and_as_entries_allow() -> None:
 
 def test_preference_is_priority_then_insertion_order_and_macros_are_filled() -> None:
     card = book(
+        entry(["k"], "lowest order", insertion_order=0),
         entry(["k"], "low order", insertion_order=10),
         entry(["k"], "high order", insertion_order=200),
         entry(["k"], "{{char}} knows {{user}}.", insertion_order=1, priority=5),
     )
-    assert active(card, "k", user="Bob") == ["Sera knows Bob.", "high order", "low order"]
+    assert active(card, "k", user="Bob") == ["Sera knows Bob.", "high order", "low order", "lowest order"]
 
 
 def test_positions_depths_and_decorators() -> None:
