@@ -14,7 +14,7 @@ from memory.errors import InvalidInputError
 from memory.formation.importer import MAX_CONTENT_CHARS
 from memory.formation.sillytavern import parse_send_date, parse_sillytavern
 from memory.types import MessageRole
-from models import Memory, Message
+from models import Memory, Message, Personality
 
 METADATA = {
     "user_name": "Ann",
@@ -144,20 +144,22 @@ def test_a_chat_without_its_metadata_line_is_read_too() -> None:
     assert chat.character_name is None and [line.content for line in chat.lines] == ["hi", "hello"]
 
 
+async def import_chat(runtime: Any, personality: Personality, text: str) -> Any:
+    """The chat imported as user 555's, as `personae import --format sillytavern` imports it."""
+    chat = parse_sillytavern(text)
+    return await runtime.importer.import_lines(
+        chat.lines,
+        personality_id=personality.id,
+        personality_user_id=f"personality:{personality.name}",
+        default_user_id="555",
+        skipped_lines=chat.skipped,
+        replace_edited=True,
+    )
+
+
 async def test_imported_chat_becomes_the_users_memories_of_that_personality(runtime: Any) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
-    chat = parse_sillytavern(SERAPHINA_CHAT)
-
-    async def run() -> Any:
-        return await runtime.importer.import_lines(
-            chat.lines,
-            personality_id=seraphina.id,
-            personality_user_id="personality:seraphina",
-            default_user_id="555",
-            skipped_lines=chat.skipped,
-        )
-
-    report = await run()
+    report = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (report.messages_read, report.messages_new, report.formation.memories) == (5, 5, 2)
     memories = await runtime.memory.recall(personality_id=seraphina.id, user_id="555", query="Miso the cat")
     contents = {m.content for m in memories}
@@ -167,7 +169,7 @@ async def test_imported_chat_becomes_the_users_memories_of_that_personality(runt
     )
     assert all("A swipe nobody kept" not in m.content and "hidden" not in m.content for m in memories)
     assert await runtime.memory.recall(personality_id=seraphina.id, user_id="556", query="Miso") == []
-    again = await run()
+    again = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (again.messages_new, again.formation.memories) == (0, 0)
 
 
@@ -177,25 +179,13 @@ async def test_reimporting_a_chat_whose_kept_swipe_changed_replaces_that_exchang
     """The user kept another swipe of a reply in SillyTavern and imports the chat again: that
     exchange's memory now holds the reply kept, and no memory is left without its user line."""
     seraphina, _ = await runtime.personalities.create("Seraphina")
-
-    async def run(text: str) -> Any:
-        chat = parse_sillytavern(text)
-        return await runtime.importer.import_lines(
-            chat.lines,
-            personality_id=seraphina.id,
-            personality_user_id="personality:seraphina",
-            default_user_id="555",
-            skipped_lines=chat.skipped,
-            replace_edited=True,
-        )
-
-    await run(SERAPHINA_CHAT)
+    await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     kept = "We will find Miso before nightfall."
     edited = SERAPHINA_CHAT.replace(f'"mes": "{kept}"', '"mes": "A swipe nobody kept."').replace(
         '"swipe_id": 1', '"swipe_id": 0'
     )
     assert edited != SERAPHINA_CHAT
-    report = await run(edited)
+    report = await import_chat(runtime, seraphina, edited)
     assert (report.messages_new, report.formation.memories) == (1, 1)
     async with runtime.sessionmaker() as session:
         live = (
@@ -211,5 +201,5 @@ async def test_reimporting_a_chat_whose_kept_swipe_changed_replaces_that_exchang
     assert kept not in replies  # the log holds the reply kept, not both
     recalled = await runtime.memory.recall(personality_id=seraphina.id, user_id="555", query="Miso")
     assert all(kept not in m.content for m in recalled)
-    again = await run(edited)
+    again = await import_chat(runtime, seraphina, edited)
     assert (again.messages_new, again.formation.memories) == (0, 0)
