@@ -110,6 +110,12 @@ def _described(entry: LoreEntry) -> str:
     return keys
 
 
+def _shown(entry: LoreEntry) -> str:
+    """The entry's name and the start of its text, on one line."""
+    text = f"{entry.comment}: {entry.content}" if entry.comment else entry.content
+    return " ".join(text.split())[:TEXT_SHOWN]
+
+
 async def cmd_lore_list(args: argparse.Namespace, core: Core) -> None:
     book = await _service(core).book(args.name, actor=None)
     rows = [
@@ -119,7 +125,7 @@ async def cmd_lore_list(args: argparse.Namespace, core: Core) -> None:
             _described(e)[:40],
             _where(e),
             f"{e.insertion_order:g}",
-            (e.comment + ": " if e.comment else "") + " ".join(e.content.split())[:TEXT_SHOWN],
+            _shown(e),
         ]
         for e in book.entries
     ]
