@@ -59,6 +59,7 @@ REGEX_SCAN_SECONDS = 0.2
 DEFAULT_ORDER = 100
 _REGEX_KEY = re.compile(r"^/(.+)/([a-z]*)$", re.DOTALL)
 _DECORATOR = re.compile(r"^@@(@?)(\w+)[ \t]*(.*)$")
+_DECORATORS_USED = ("activate", "dont_activate", "depth", "role", "scan_depth")
 
 
 class Position(enum.StrEnum):
@@ -174,9 +175,6 @@ def _decorated(content: str) -> tuple[str, dict[str, str]]:
     return "\n".join(lines[skipped:]).strip(), found
 
 
-_DECORATORS_USED = ("activate", "dont_activate", "depth", "role", "scan_depth")
-
-
 def read_entry(number: int, raw: Mapping[str, Any]) -> LoreEntry:
     """One entry of a card's book; a field of the wrong type takes its default."""
     extensions = raw.get("extensions")
@@ -195,7 +193,9 @@ def read_entry(number: int, raw: Mapping[str, Any]) -> LoreEntry:
         case_sensitive = ext.get("case_sensitive")
     logic = _count(ext.get("selectiveLogic"))
     forced = True if "activate" in decorators else False if "dont_activate" in decorators else None
-    scan_depth = int(decorators["scan_depth"]) if decorators.get("scan_depth", "").isdigit() else None
+    scan_depth = (
+        depth_of(decorators["scan_depth"]) if "scan_depth" in decorators else _count(ext.get("scan_depth"))
+    )
     return LoreEntry(
         number=number,
         keys=_strings(raw.get("keys", raw.get("key"))),
@@ -216,7 +216,7 @@ def read_entry(number: int, raw: Mapping[str, Any]) -> LoreEntry:
         position=position,
         depth=depth,
         role=role_of(decorators.get("role", ext.get("role"))),
-        scan_depth=_count(ext.get("scan_depth")) if scan_depth is None else scan_depth,
+        scan_depth=scan_depth,
         exclude_recursion=_bool(ext.get("exclude_recursion")),
         prevent_recursion=_bool(ext.get("prevent_recursion")),
         delay_until_recursion=_bool(ext.get("delay_until_recursion")),
