@@ -53,8 +53,10 @@ DEFAULT_CONCURRENCY_CEILING = 64
 # a provider integration that ignores it.
 _GUARD_SLACK = 5.0
 # A stream that sends no text for this long (or cfg.timeout, if shorter) is cut: empty deltas keep a
-# connection alive without answering. The whole stream must end within cfg.timeout of its opening.
+# connection alive without answering. The whole stream must end within STREAM_TOTAL_TIMEOUTS times
+# cfg.timeout of its opening.
 STREAM_IDLE_SECONDS = 20.0
+STREAM_TOTAL_TIMEOUTS = 2
 # Sent as the key to an endpoint given without one: local OpenAI-compatible servers (LM Studio,
 # llama.cpp, vLLM) ignore it, and the OpenAI SDK refuses to send a request with no key at all.
 PLACEHOLDER_API_KEY = "no-key"
@@ -145,7 +147,8 @@ class LLMClient:
         """Yield the reply in text deltas; retried only until the first text arrives.
 
         The stream is cut with LLMUnavailableError when no text comes for `stream_idle_seconds` (or
-        cfg.timeout, if shorter), or when it has not ended within cfg.timeout of its opening.
+        cfg.timeout, if shorter), or when it has not ended within STREAM_TOTAL_TIMEOUTS x cfg.timeout of
+        its opening (a long reply streams for longer than one call takes to answer).
         """
         litellm = load_litellm()
         self._check_model(cfg.model, cfg.api_base)
@@ -181,7 +184,8 @@ class LLMClient:
 
         with _naming_the_setting(cfg):
             response, first, slot, opened = await self.retry.call(cfg.model, cfg.timeout, open_stream)
-        deadline = opened + cfg.timeout
+        total = STREAM_TOTAL_TIMEOUTS * cfg.timeout
+        deadline = opened + total
         try:
             if first is None:
                 return
@@ -192,9 +196,7 @@ class LLMClient:
                     async with asyncio.timeout(max(0.0, wait)):
                         text = await _next_text(response)
                 except TimeoutError as exc:
-                    reason = (
-                        f"no text for {idle:g} s" if wait >= idle else f"not done within {cfg.timeout:g} s"
-                    )
+                    reason = f"no text for {idle:g} s" if wait >= idle else f"not done within {total:g} s"
                     raise LLMUnavailableError(cfg.model, f"stream cut: {reason} (partial answer)") from exc
                 except Exception as exc:
                     failure = classify_llm_error(exc, cfg.timeout)

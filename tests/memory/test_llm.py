@@ -297,7 +297,7 @@ async def test_stream_that_never_ends_is_cut_at_its_total_deadline(llm_server: L
     llm_server.responder = lambda request: " ".join(["word"] * 100)
     llm_server.script(Trickle(interval=0.2))  # alive, never idle for long, far too slow
     pieces: list[str] = []
-    with pytest.raises(LLMUnavailableError, match=r"not done within 1\.5 s"):
+    with pytest.raises(LLMUnavailableError, match=r"not done within 3 s"):  # twice the call's timeout
         async for piece in client().stream(config(llm_server, timeout=1.5), MESSAGES):
             pieces.append(piece)
     assert 0 < len(pieces) < 100
