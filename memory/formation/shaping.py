@@ -57,12 +57,13 @@ async def shape_exchanges(
 ) -> list[Shaped]:
     """The exchanges as their memories keep them (see the module docstring), in order.
 
-    The exchanges to summarize go to the summarizer together, one user's at a time: a call then
-    holds several exchanges of one person, never a mix of users.
+    The exchanges to summarize go to the summarizer together, in the order they were said: in a
+    shared channel an exchange's context is then often the exchange before it, quoted once. Each
+    summary is checked against its own user's lines (memory.formation.summarizer).
     """
     name = personality.display_name
     shaped: list[Shaped | None] = []
-    waiting: dict[str, list[tuple[int, Exchange, MemoryMode, str, str]]] = {}
+    waiting: list[tuple[int, Exchange, MemoryMode, str, str]] = []
     for exchange, mode in exchanges:
         verbatim = exchange.render(personality_name=name)
         # Characters, as Postgres `length()` counts the stored text: the storage figures compare alike.
@@ -77,27 +78,24 @@ async def shape_exchanges(
             keep = verbatim if mode is MemoryMode.HYBRID else None
             shaped.append(Shaped(exchange, mode, content, keep, False, CLEANED, [], len(verbatim)))
             continue
-        waiting.setdefault(exchange.user_id, []).append((len(shaped), exchange, mode, verbatim, cleaned))
+        waiting.append((len(shaped), exchange, mode, verbatim, cleaned))
         shaped.append(None)
-    for group in waiting.values():
-        texts = [summarizer_text(exchange, name) for _, exchange, _, _, _ in group]
-        results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt)
-        for (index, exchange, mode, verbatim, cleaned), text, result in zip(
-            group, texts, results, strict=True
-        ):
-            content, carried = memory_text(cleaned, result.text, names=text.names)
-            shaped[index] = Shaped(
-                exchange,
-                mode,
-                content,
-                verbatim if mode is MemoryMode.HYBRID else None,
-                True,
-                result.summarizer,
-                carried,
-                len(verbatim),
-                _reason(result),
-                result.detail,
-            )
+    texts = [summarizer_text(exchange, name) for _, exchange, _, _, _ in waiting]
+    results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt)
+    for (index, exchange, mode, verbatim, cleaned), text, result in zip(waiting, texts, results, strict=True):
+        content, carried = memory_text(cleaned, result.text, names=text.names)
+        shaped[index] = Shaped(
+            exchange,
+            mode,
+            content,
+            verbatim if mode is MemoryMode.HYBRID else None,
+            True,
+            result.summarizer,
+            carried,
+            len(verbatim),
+            _reason(result),
+            result.detail,
+        )
     return [s for s in shaped if s is not None]
 
 
@@ -125,6 +123,7 @@ def summarizer_text(exchange: Exchange, personality_name: str) -> ExchangeText:
         tuple(quoted),
         tuple(sorted(names)),
         frozenset(exchange.source_message_ids),
+        owner=exchange.user_id,
     )
 
 

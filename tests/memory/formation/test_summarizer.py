@@ -271,3 +271,28 @@ async def test_quoted_text_cannot_close_its_tag(
     await summarizer.summarize_exchanges(bobs(spoof), cfg=cfg_of(llm_server))
     assert exchanges_asked(llm_server.requests[0]) == [quoted_data(strip_chat_template_tokens(spoof))]
     assert "</exchange>\n<exchange" not in llm_server.requests[0]["messages"][-1]["content"].split("\n", 2)[2]
+
+
+async def test_users_sharing_a_call_are_each_checked_against_their_own_lines(
+    summarizer: ExchangeSummarizer, llm_server: LLMTestServer
+) -> None:
+    """A shared channel's exchanges go in one call, in the order they were said; a summary holding
+    the other user's fact is asked again alone, without the other's exchange."""
+    alice = ExchangeText(
+        "Alice: *grins* I adopted a grey kitten called Pixel today, she cost £85 at the shelter lol\n"
+        "Sage: Pixel! What a perfect name, Alice. Eighty-five pounds well spent on a new friend.",
+        names=("Alice", "Sage"),
+        owner="A",
+    )
+    bob = ExchangeText(BOB, names=("Bob", "Sage"), owner="B")
+    llm_server.script(
+        Reply(
+            "[1] Alice adopted a kitten called Pixel for £85.\n[2] Bob and Pixel booked Lisbon for June 3rd."
+        ),
+        Reply("[1] Bob booked Lisbon for June 3rd with his sister Maya for 840 euros."),
+    )
+    first, second = await summarizer.summarize_exchanges([alice, bob], cfg=cfg_of(llm_server))
+    assert first.reason is None and "Pixel" in first.text
+    assert second.reason is None and "Pixel" not in second.text and "Maya" in second.text
+    together, alone = (exchanges_asked(r) for r in llm_server.requests)
+    assert len(together) == 2 and len(alone) == 1 and "Pixel" not in alone[0]
