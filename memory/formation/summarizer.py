@@ -1,9 +1,10 @@
 """Turn exchanges into memory summaries with the personality's LLM, or extractively without one.
 
 Several exchanges of one conversation share a call: numbered in the request, numbered in the
-answer, each answer parsed back to its own exchange and checked against its own user's lines; an answer that cannot be parsed so is asked again one call
-per exchange. Earlier messages reach the model only as quoted, attributed data between tags that
-the instruction calls data, never instructions.
+answer, each answer parsed back to its own exchange and checked against its own user's lines; an
+answer that cannot be parsed so is asked again one call per exchange. Earlier messages reach the
+model only as quoted, attributed data between tags that the instruction calls data, never
+instructions.
 
 Every summary is checked before it is kept: a refusal, an empty answer, or a summary stating a name,
 number or date that neither the user's lines nor the reply hold (invented, or another user's) is
