@@ -59,7 +59,7 @@ class Scores:
         five, ten = self.by_category.setdefault(question.category, ([], []))
         five.append(at5)
         ten.append(at10)
-        self.words.append(sum(len(m.content.split()) for m in recalled[:LIMIT]))
+        self.words.append(sum(len(m.text_with_context.split()) for m in recalled[:LIMIT]))
 
     def merge(self, other: Scores) -> None:
         self.at5 += other.at5
@@ -73,7 +73,7 @@ class Scores:
 
 def evidence_recall(question: Question, recalled: Sequence[RecalledMemory], k: int) -> float:
     """The share of the question's evidence messages among the sources of the top k memories."""
-    found = {source for memory in recalled[:k] for source in memory.source_message_ids}
+    found = {source for memory in recalled[:k] for source in memory.sources_with_context}
     return sum(e in found for e in question.evidence) / len(question.evidence)
 
 

@@ -78,12 +78,23 @@ _READ = tuple(getattr(Memory, field.name) for field in dataclasses.fields(Read))
 
 @dataclass(frozen=True, slots=True)
 class RecalledMemory(Read):
-    """A memory recalled: as read, with its score, and with the memories said just before and after
-    it in its conversation whose text came with it (`context`), in `content` and
-    `source_message_ids` (conversation order); `id`, `score` and the rest are its own."""
+    """A memory recalled: as read (its own text, messages and id), with its score, and the memories
+    said just before and after it in its conversation that came with it (`context`, conversation
+    order). What is shown beside its id is its own text; a prompt reads it with its context
+    (`text_with_context`)."""
 
     score: float
-    context: tuple[uuid.UUID, ...] = ()
+    context: tuple[Read, ...] = ()
+
+    @property
+    def text_with_context(self) -> str:
+        """Its own words first, then those of its context, a memory a line."""
+        return "\n".join([self.content, *(m.content for m in self.context)])
+
+    @property
+    def sources_with_context(self) -> list[str]:
+        """The messages of its own text, then those of its context."""
+        return [*self.source_message_ids, *(s for m in self.context for s in m.source_message_ids)]
 
 
 def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[uuid.UUID, float]:
@@ -245,15 +256,8 @@ def _words(memory: Read) -> int:
 
 
 def _recalled(hit: Read, context: Around, score: float) -> RecalledMemory:
-    before, after = context
-    parts = [m for m in (before, hit, after) if m is not None]
-    # Its own fields, but for the text and the messages: those of all its parts, in order.
     own: dict[str, Any] = {field.name: getattr(hit, field.name) for field in dataclasses.fields(Read)}
-    own.update(
-        content="\n".join(m.content for m in parts),
-        source_message_ids=[source for m in parts for source in m.source_message_ids],
-    )
-    return RecalledMemory(**own, score=score, context=tuple(m.id for m in parts if m is not hit))
+    return RecalledMemory(**own, score=score, context=tuple(m for m in context if m is not None))
 
 
 async def _neighbours(
