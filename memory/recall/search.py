@@ -23,8 +23,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.recall.index import Candidates
-from memory.recall.keywords import encode_sparse_query
 from memory.recall.query import dense_query, names_of
+from memory.recall.question import Question, read_question
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import Memory, Message, UserSettings
@@ -37,10 +37,19 @@ CANDIDATES = 60
 # 0.2 to 0.4 measured alike, equal weights clearly worse.
 DENSE_WEIGHT = 0.3
 # A memory only the dense side found, at a cosine this low, is noise rather than a memory of what was
-# asked: a question about something never said to the personality returns nothing, not the user's
-# least unrelated memory. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones
-# 0.3 and up; a memory with a keyword in common is kept whatever its cosine.
+# asked. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones 0.3 and up; a
+# memory with a keyword in common is kept whatever its cosine.
 MIN_DENSE_SIMILARITY = 0.1
+# The relevance floor. The fused score ranks (each side is normalised to its own best), so it says
+# nothing of whether the best is any good; what does is absolute: a memory's cosine with the
+# question plus the share of the question's content words it holds (`Question.coverage`). Unless a
+# memory read reaches the floor, the question is not about anything said: nothing is recalled. A
+# question in the first person asks about the user's own life, which their memories are: the bar is
+# low (a content word in common, or a cosine of related texts); a general one ("how do tides
+# work?") must show its subject. On bench.recall_questions: 96.6% of unrelated questions return
+# nothing, 99.2% of direct ones still return (docs/PERFORMANCE.md, "Recall quality").
+RELEVANCE_FLOOR = 0.6
+ABOUT_USER_FLOOR = 0.15
 # A pinned memory is recalled ahead of the others when the query is about it: it shares a word with
 # the query, or its meaning is this close (related texts score 0.2 and up against a short query with
 # the local MiniLM, unrelated ones about 0). A pin the query is not about keeps its rank, or stays away.
@@ -136,14 +145,15 @@ async def recall(
     index = await store.ready()
     # One session, its reads one after the other; the query's embedding runs beside the first.
     async with store.sessionmaker() as session:
-        dense, allow_dm = await _query_vector_and_venue(
+        dense, allow_dm, names = await _query_vector_and_venue(
             store, session, personality_id, user_id, query, in_guild=guild_id is not None
         )
         flt = RecallFilter(
             personality_id=personality_id, user_id=user_id, guild_id=guild_id, allow_dm=allow_dm
         )
+        question = read_question(query, names)
         found = await index.search(
-            dense=dense, sparse=encode_sparse_query(query), flt=flt, limit=max(CANDIDATES, limit * 2)
+            dense=dense, sparse=question.keywords, flt=flt, limit=max(CANDIDATES, limit * 2)
         )
         shared_words = {hit.id for hit in found.keyword}
         found = dataclasses.replace(
@@ -169,6 +179,10 @@ async def recall(
             )
         )
         read = [Read(*row) for row in rows]
+        cosines = {h.id: h.score for h in found.dense}
+        floor = ABOUT_USER_FLOOR if question.about_user else RELEVANCE_FLOOR
+        if not any(_relevance(m, question, cosines, shared_words) >= floor for m in read):
+            return []
         ranked = sorted(read, key=lambda m: (-scores[m.id], -m.occurred_at.timestamp(), m.id))
         hits = pins_first(ranked, about)[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
@@ -186,8 +200,9 @@ async def _query_vector_and_venue(
     query: str,
     *,
     in_guild: bool,
-) -> tuple[list[float], bool]:
-    """The dense query's vector, and whether the user's DM memories may come (`allow_dm`).
+) -> tuple[list[float], bool, frozenset[str]]:
+    """The dense query's vector, whether the user's DM memories may come (`allow_dm`), and the
+    participants' names.
 
     The embedding runs in its thread while Postgres answers: the DM setting is read beside it (never
     kept: a user turning it off is obeyed at once, by every process), and the participants' names
@@ -215,7 +230,15 @@ async def _query_vector_and_venue(
     [dense] = await embedding
     if dense_query(query, names) != text:
         [dense] = await store.embedder.embed([dense_query(query, names)])
-    return dense, bool(in_guild and allow_dm)
+    return dense, bool(in_guild and allow_dm), names
+
+
+def _relevance(
+    memory: Read, question: Question, cosines: Mapping[uuid.UUID, float], keyword_hits: Collection[uuid.UUID]
+) -> float:
+    """Absolute evidence that the memory is about the question (see RELEVANCE_FLOOR)."""
+    text = f"{memory.content}\n{memory.content_verbatim or ''}"
+    return question.coverage(text, keyword_hit=memory.id in keyword_hits) + cosines.get(memory.id, 0.0)
 
 
 def pins_first(ranked: Sequence[Read], about: Collection[uuid.UUID]) -> list[Read]:

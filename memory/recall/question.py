@@ -1,0 +1,225 @@
+"""How a question is read before it is searched: which of its words carry the search, and its shape.
+
+A question is mostly words that shape it ("what", "does", "how many", "tell me", "name"): in a memory
+they are noise, and on the keyword side they find whatever memory happens to hold "much" or
+"called". The words that carry it are its entities (names, numbers) and content words. This is
+decided from the question's structure alone, with the closed classes of English grammar and a few
+words of asking, never from a list of what some data set talks about:
+
+- wh-words, auxiliaries and pronouns shape a question, and so do the names of the two who talk in
+  every memory (memory.recall.query: they tell no memory apart) (most are stopwords of the keyword analyzer
+  anyway); so does the word right after "how" ("how old", "how many", "how often"), the noun of a
+  "what kind of" / "which type of" phrase, and the words of naming, telling and vague quantity
+  (`_SHAPING`).
+- A capitalised word inside the sentence, or a number, is an entity and weighs most.
+- "my", "I", "me" make it a question about the user: their own lines are preferred
+  (memory.recall.keywords keys what the user said apart from the rest of the exchange).
+- A question asking for several things gathers (`gathers`): a plural noun asked about ("what
+  hobbies", "which shelters"), "which", "what kinds", "all", "ever", "every".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from memory.recall.keywords import encode_sparse_query, own_line_terms
+from memory.types import SparseVector
+
+# The keyword weight of a content word and of an entity. A word that only shapes the question is not
+# searched at all: a keyword hit is then always a memory sharing what the question is about.
+CONTENT_WEIGHT = 1.0
+ENTITY_WEIGHT = 1.5
+# The share of a content word's weight also asked of the user's own lines, in a question about them.
+OWN_LINES_SHARE = 0.5
+
+_WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whats"})
+_AUXILIARIES = frozenset(
+    [
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+        "s",
+        "d",
+        "ll",
+        "ve",
+        "re",
+        "m",
+    ]
+)
+_USER = frozenset({"i", "me", "my", "mine", "myself", "im", "ive", "id"})
+_PRONOUNS = _USER | frozenset(
+    [
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "we",
+        "us",
+        "our",
+        "ours",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "hers",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+    ]
+)
+# Words of asking: naming, telling and remembering, vague quantity and kind. They say what is asked
+# for, never what it is about.
+_SHAPING = frozenset(
+    [
+        "name",
+        "names",
+        "named",
+        "called",
+        "call",
+        "tell",
+        "told",
+        "say",
+        "said",
+        "mention",
+        "mentioned",
+        "talk",
+        "talked",
+        "remember",
+        "remind",
+        "recall",
+        "know",
+        "knew",
+        "think",
+        "thing",
+        "things",
+        "stuff",
+        "anything",
+        "something",
+        "everything",
+        "kind",
+        "kinds",
+        "type",
+        "types",
+        "sort",
+        "sorts",
+        "many",
+        "much",
+        "lot",
+        "lots",
+        "ever",
+        "every",
+        "all",
+        "any",
+        "some",
+        "else",
+        "also",
+        "again",
+        "please",
+        "like",
+    ]
+)
+# Words of a question asking for several things.
+_GATHERING = frozenset({"which", "all", "ever", "every", "everything", "kinds", "types", "sorts", "list"})
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A query as recall reads it: its weighted keywords and its shape."""
+
+    keywords: SparseVector
+    # The keyword terms of its entities and content words, with their weights.
+    content_terms: dict[int, float]
+    about_user: bool
+    gathers: bool
+
+    def coverage(self, text: str, *, keyword_hit: bool = False) -> float:
+        """The share of the question's content (by weight) that the text holds: 0 without any. A
+        keyword hit holds one content word at least, in its text or in what keys it (a summary may
+        have dropped the word the exchange said)."""
+        total = sum(self.content_terms.values())
+        if not total:
+            return 0.0
+        held = set(encode_sparse_query(text).indices)
+        share = sum(w for term, w in self.content_terms.items() if term in held) / total
+        return max(share, min(self.content_terms.values()) / total) if keyword_hit else share
+
+
+def read_question(query: str, names: Collection[str] = ()) -> Question:
+    """Weigh the query's words by the part they play, and tell its shape; `names` are the
+    participants'."""
+    named = {part.lower() for name in names for part in _WORD.findall(name)}
+    words = _WORD.findall(query)
+    lowered = [w.lower().replace("’", "'") for w in words]
+    bare = [w.split("'")[0] for w in lowered]
+    content: dict[int, float] = {}
+    about_user = any(w in _USER for w in bare)
+    gathers = any(w in _GATHERING for w in bare)
+    for position, (word, low) in enumerate(zip(words, bare, strict=True)):
+        previous = bare[position - 1] if position else ""
+        following = bare[position + 1] if position + 1 < len(bare) else ""
+        shaping = (
+            low in _WH
+            or low in _AUXILIARIES
+            or low in _PRONOUNS
+            or low in _SHAPING
+            or low in named
+            or previous == "how"  # how old, how many, how often: the degree asked for
+            or (previous in _WH and following == "of")  # what kind of, which type of
+        )
+        if previous in _WH and _plural(low) and not shaping:
+            gathers = True  # what hobbies, which shelters
+        if shaping:
+            continue
+        entity = word[0].isdigit() or (position > 0 and word[0].isupper())
+        weight = ENTITY_WEIGHT if entity else CONTENT_WEIGHT
+        for term in encode_sparse_query(word).indices:
+            content[term] = max(content.get(term, 0.0), weight)
+    weights = dict(content)
+    if about_user:
+        for term, weight in own_line_terms(content).items():
+            weights[term] = OWN_LINES_SHARE * weight
+    ordered = sorted(weights.items())
+    return Question(
+        keywords=SparseVector(indices=[t for t, _ in ordered], values=[w for _, w in ordered]),
+        content_terms=content,
+        about_user=about_user,
+        gathers=gathers,
+    )
+
+
+def _plural(word: str) -> bool:
+    """A word that reads as a plural noun (hobbies, shelters, dogs), not "is", "glass" or "bus"."""
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "'s"))
