@@ -193,7 +193,8 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
     kinds = {k: sum(q.kind == k for q in questions) for k in ("direct", "gathering", "unrelated")}
     print(
         f"questions: {kinds['direct']} direct, {kinds['gathering']} gathering, "
-        f"{kinds['unrelated']} unrelated (asked of every user); summarizer: {cfg.model if cfg else 'extractive (offline fallback)'}"
+        f"{kinds['unrelated']} unrelated (asked of every user); "
+        f"summarizer: {cfg.model if cfg else 'extractive (offline fallback)'}"
     )
     print(
         f"{'mode':<11} {'direct rank 1':>13} {'top 5':>6} {'gathering r@10':>15} "
