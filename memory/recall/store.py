@@ -292,10 +292,7 @@ class MemoryStore:
         async with self.sessionmaker() as session:
             texts = await logged_keyword_texts(session, [p.id for p in points])
         await (await self.ready()).upsert(
-            [
-                dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p
-                for p in points
-            ]
+            [dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p for p in points]
         )
 
     async def rewrite_points(self, ids: Sequence[uuid.UUID]) -> None:
