@@ -50,6 +50,11 @@ MIN_DENSE_SIMILARITY = 0.1
 # nothing, 99.2% of direct ones still return (docs/PERFORMANCE.md, "Recall quality").
 RELEVANCE_FLOOR = 0.6
 ABOUT_USER_FLOOR = 0.15
+# Added to the fused score of a memory holding the kind of answer the question asks for (a time for
+# "when", an amount for "how many", a name for "who" and "where": `Question.holds_answer`), among the
+# best read. On bench.recall_questions direct questions first 80.5% -> 82.8%, LoCoMo dev r@10
+# 83.9 -> 84.5 (verbatim, without neighbours); 0.1 to 0.3 measured alike.
+ANSWER_KIND_BONUS = 0.2
 # A pinned memory is recalled ahead of the others when the query is about it: it shares a word with
 # the query, or its meaning is this close (related texts score 0.2 and up against a short query with
 # the local MiniLM, unrelated ones about 0). A pin the query is not about keeps its rank, or stays away.
@@ -183,7 +188,10 @@ async def recall(
         floor = ABOUT_USER_FLOOR if question.about_user else RELEVANCE_FLOOR
         if not any(_relevance(m, question, cosines, shared_words) >= floor for m in read):
             return []
-        ranked = sorted(read, key=lambda m: (-scores[m.id], -m.occurred_at.timestamp(), m.id))
+        for m in read:
+            if question.holds_answer(_text(m)):
+                scores[m.id] = scores.get(m.id, 0.0) + ANSWER_KIND_BONUS
+        ranked = sorted(read, key=lambda m: (-scores.get(m.id, 0.0), -m.occurred_at.timestamp(), m.id))
         hits = pins_first(ranked, about)[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
     return [
@@ -237,8 +245,13 @@ def _relevance(
     memory: Read, question: Question, cosines: Mapping[uuid.UUID, float], keyword_hits: Collection[uuid.UUID]
 ) -> float:
     """Absolute evidence that the memory is about the question (see RELEVANCE_FLOOR)."""
-    text = f"{memory.content}\n{memory.content_verbatim or ''}"
-    return question.coverage(text, keyword_hit=memory.id in keyword_hits) + cosines.get(memory.id, 0.0)
+    coverage = question.coverage(_text(memory), keyword_hit=memory.id in keyword_hits)
+    return coverage + cosines.get(memory.id, 0.0)
+
+
+def _text(memory: Read) -> str:
+    """All the words a memory keeps: its content, and what was said word for word when kept."""
+    return f"{memory.content}\n{memory.content_verbatim}" if memory.content_verbatim else memory.content
 
 
 def pins_first(ranked: Sequence[Read], about: Collection[uuid.UUID]) -> list[Read]:
