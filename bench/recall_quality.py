@@ -51,6 +51,7 @@ class Scores:
     at10: list[float] = field(default_factory=list)
     by_category: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     words: list[int] = field(default_factory=list)
+    empty: int = 0  # questions that recalled nothing (the relevance floor)
 
     def add(self, question: Question, recalled: Sequence[RecalledMemory]) -> None:
         at5, at10 = evidence_recall(question, recalled, 5), evidence_recall(question, recalled, LIMIT)
@@ -60,11 +61,13 @@ class Scores:
         five.append(at5)
         ten.append(at10)
         self.words.append(sum(len(m.text_with_context.split()) for m in recalled[:LIMIT]))
+        self.empty += not recalled
 
     def merge(self, other: Scores) -> None:
         self.at5 += other.at5
         self.at10 += other.at10
         self.words += other.words
+        self.empty += other.empty
         for category, (five, ten) in other.by_category.items():
             mine = self.by_category.setdefault(category, ([], []))
             mine[0].extend(five)
@@ -209,7 +212,10 @@ def report(title: str, mode: MemoryMode, scores: Scores, latencies: list[list[fl
         print(f"   {category:<16} {len(ten):>4} {pct(five):>6} {pct(ten):>6}")
     print(f"   {'ALL':<16} {len(scores.at10):>4} {pct(scores.at5):>6} {pct(scores.at10):>6}")
     if scores.words:
-        print(f"   words in top {LIMIT}: mean {statistics.fmean(scores.words):.0f}, max {max(scores.words)}")
+        print(
+            f"   words in top {LIMIT}: mean {statistics.fmean(scores.words):.0f}, max {max(scores.words)}; "
+            f"{scores.empty} questions recalled nothing"
+        )
     if latencies:
         p50s = [1000 * statistics.median(run) for run in latencies]
         p95s = [1000 * percentile(run, 0.95) for run in latencies]

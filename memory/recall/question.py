@@ -13,7 +13,9 @@ words of asking, never from a list of what some data set talks about:
   (`_SHAPING`).
 - A capitalised word inside the sentence, or a number, is an entity and weighs most.
 - "my", "I", "me" make it a question about the user: their own lines are preferred
-  (memory.recall.keywords keys what the user said apart from the rest of the exchange).
+  (memory.recall.keywords keys what the user said apart from the rest of the exchange). Naming one
+  of the two who talk, other than to address them ("What did Melanie paint?", not "Lilith, ..."),
+  makes it a question about their life together (`about_participants`).
 - A question asking for several things gathers (`gathers`): a plural noun asked about ("what
   hobbies", "which shelters"), "which", "what kinds", "all", "ever", "every".
 - What its wh-phrase asks for is the kind of answer a memory must hold to answer it
@@ -201,6 +203,7 @@ class Question:
     # The keyword terms of its entities and content words, with their weights.
     content_terms: dict[int, float]
     about_user: bool
+    about_participants: bool
     gathers: bool
     answer_kind: AnswerKind | None
     # The participants' names and the question's own words, lowercased: no answer to "who".
@@ -266,10 +269,25 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         keywords=SparseVector(indices=[t for t, _ in ordered], values=[w for _, w in ordered]),
         content_terms=content,
         about_user=about_user,
+        about_participants=_mentions(query, named),
         gathers=gathers,
         answer_kind=_answer_kind(bare),
         known=frozenset(named | set(bare)),
     )
+
+
+def _mentions(query: str, names: Collection[str]) -> bool:
+    """Whether the query names one of `names` other than to address them: not its first or last
+    word, nor next to a comma, a colon or an @ ("Lilith, ...", "@Lilith", "..., Lilith?")."""
+    words = list(_WORD.finditer(query))
+    for position, match in enumerate(words):
+        if match.group().lower().split("'")[0].split("’")[0] not in names:
+            continue
+        before = query[: match.start()].rstrip()[-1:]
+        after = query[match.end() :].lstrip()[:1]
+        if 0 < position < len(words) - 1 and before not in (",", "@", ":") and after not in (",", ":"):
+            return True
+    return False
 
 
 def _answer_kind(words: list[str]) -> AnswerKind | None:

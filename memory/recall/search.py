@@ -44,9 +44,9 @@ MIN_DENSE_SIMILARITY = 0.1
 # nothing of whether the best is any good; what does is absolute: a memory's cosine with the
 # question plus the share of the question's content words it holds (`Question.coverage`). Unless a
 # memory read reaches the floor, the question is not about anything said: nothing is recalled. A
-# question in the first person asks about the user's own life, which their memories are: the bar is
-# low (a content word in common, or a cosine of related texts); a general one ("how do tides
-# work?") must show its subject. On bench.recall_questions: 96.6% of unrelated questions return
+# question about the user ("my", "I") or naming either of the two who talk asks about their life,
+# which these memories are: the bar is low (a content word in common, or a cosine of related
+# texts); a general one ("how do tides work?") must show its subject. On bench.recall_questions: 96.6% of unrelated questions return
 # nothing, 99.2% of direct ones still return (docs/PERFORMANCE.md, "Recall quality").
 RELEVANCE_FLOOR = 0.6
 ABOUT_USER_FLOOR = 0.15
@@ -185,7 +185,8 @@ async def recall(
         )
         read = [Read(*row) for row in rows]
         cosines = {h.id: h.score for h in found.dense}
-        floor = ABOUT_USER_FLOOR if question.about_user else RELEVANCE_FLOOR
+        about_them = question.about_user or question.about_participants
+        floor = ABOUT_USER_FLOOR if about_them else RELEVANCE_FLOOR
         if not any(_relevance(m, question, cosines, shared_words) >= floor for m in read):
             return []
         for m in read:
