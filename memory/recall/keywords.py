@@ -19,6 +19,7 @@ reindex`). KEYWORD_ENCODER names it; the index stores the name and warns when it
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import qdrant_edge as edge
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 # Change this whenever a setting below changes the term ids or weights of stored vectors.
-KEYWORD_ENCODER = "edge-bm25-en-snowball-own-lines-2"
+KEYWORD_ENCODER = "edge-bm25-en-snowball-own-lines-ordinals-2"
 # The analyzer's term ids are below 2**31 (31-bit hashes); the user's own lines use the ids above.
 OWN_LINES_BIT = 1 << 31
 
@@ -65,14 +66,18 @@ def _sorted(vector: edge.SparseVector) -> SparseVector:
     return SparseVector(indices=[int(i) for i, _ in pairs], values=[float(v) for _, v in pairs])
 
 
+# "May 12th" and "May 12" are the same day: an ordinal is keyed as its number.
+_ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
 def encode_sparse(text: str) -> SparseVector:
     """Encode a document as BM25 term-frequency weights (IDF is applied by the index)."""
-    return _sorted(_MODEL.embed_document(text))
+    return _sorted(_MODEL.embed_document(_ORDINAL.sub(r"\1", text)))
 
 
 def encode_sparse_query(text: str) -> SparseVector:
     """Encode a query: weight 1.0 per unique term, so a score sums the matched documents' weights."""
-    return _sorted(_MODEL.embed_query(text))
+    return _sorted(_MODEL.embed_query(_ORDINAL.sub(r"\1", text)))
 
 
 def own_line_terms(terms: dict[int, float]) -> dict[int, float]:
