@@ -218,16 +218,13 @@ class Question:
             return pattern.search(text) is not None
         return any(name.lower() not in self.known for name in _NAME_IN_SENTENCE.findall(text))
 
-    def coverage(self, text: str, *, keyword_hit: bool = False) -> float:
-        """The share of the question's content (by weight) that the text holds: 0 without any. A
-        keyword hit holds one content word at least, in its text or in what keys it (a summary may
-        have dropped the word the exchange said)."""
+    def coverage(self, text: str) -> float:
+        """The share of the question's content (by weight) that the text holds: 0 without any."""
         total = sum(self.content_terms.values())
         if not total:
             return 0.0
         held = set(encode_sparse_query(text).indices)
-        share = sum(w for term, w in self.content_terms.items() if term in held) / total
-        return max(share, min(self.content_terms.values()) / total) if keyword_hit else share
+        return sum(w for term, w in self.content_terms.items() if term in held) / total
 
 
 def read_question(query: str, names: Collection[str] = ()) -> Question:

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.recall.index import Candidates
 from memory.recall.query import dense_query, names_of
-from memory.recall.question import Question, read_question
+from memory.recall.question import read_question
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import Memory, Message, UserSettings
@@ -42,13 +42,16 @@ DENSE_WEIGHT = 0.3
 MIN_DENSE_SIMILARITY = 0.1
 # The relevance floor. The fused score ranks (each side is normalised to its own best), so it says
 # nothing of whether the best is any good; what does is absolute: a memory's cosine with the
-# question plus the share of the question's content words it holds (`Question.coverage`). Unless a
-# memory read reaches the floor, the question is not about anything said: nothing is recalled. A
+# question plus the share of the question's content words it holds (`Question.coverage`), in its
+# text or in what was said word for word (a summary may have dropped the word), or that share alone
+# when it is half the question's content at least. Unless a memory read reaches the floor, the
+# question is not about anything said: nothing is recalled. A
 # question about the user ("my", "I") or naming either of the two who talk asks about their life,
 # which these memories are: the bar is low (a content word in common, or a cosine of related
 # texts); a general one ("how do tides work?") must show its subject. bench.recall_questions: 96.6%
 # of unrelated questions return nothing, every direct one still returns (docs/PERFORMANCE.md).
 RELEVANCE_FLOOR = 0.6
+HALF_THE_CONTENT = 0.5
 ABOUT_USER_FLOOR = 0.15
 # Added to the fused score of a memory holding the kind of answer the question asks for (a time for
 # "when", an amount for "how many", a name for "who" and "where": `Question.holds_answer`), among the
@@ -88,6 +91,19 @@ class Read:
 # Only these columns are read, as plain rows: measured faster than whole ORM entities (about 2 ms a
 # recall for a typical user, 5 for one with 5,000 memories, at 30,000 memories).
 _READ = tuple(getattr(Memory, field.name) for field in dataclasses.fields(Read))
+# What was said in a memory's exchange, word for word, read with it (its summary may have dropped a
+# word the question has): what the relevance floor and the answer's kind are judged on. A memory its
+# user corrected is judged on their words alone.
+_SAID = (
+    select(func.string_agg(Message.content, "\n"))
+    .where(
+        Message.conversation_id == Memory.conversation_id,
+        Message.external_id == any_(Memory.source_message_ids),
+        Memory.edited_at.is_(None),
+    )
+    .correlate(Memory)
+    .scalar_subquery()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +188,7 @@ async def recall(
         # Candidates a pin among them would be recalled first for (see PIN_MIN_SIMILARITY).
         about = shared_words | {h.id for h in found.dense if h.score >= PIN_MIN_SIMILARITY}
         rows = await session.execute(
-            select(*_READ).where(
+            select(*_READ, _SAID).where(
                 # The best few, and any pin the query is about wherever it ranked: one query.
                 or_(
                     Memory.id == any_(_ids(best)),
@@ -183,14 +199,18 @@ async def recall(
                 Memory.user_id == user_id,
             )
         )
-        read = [Read(*row) for row in rows]
+        said: dict[uuid.UUID, str] = {}
+        read = []
+        for *fields, words in rows:
+            read.append(Read(*fields))
+            said[read[-1].id] = f"{read[-1].content}\n{words or ''}"
         cosines = {h.id: h.score for h in found.dense}
         about_them = question.about_user or question.about_participants
         floor = ABOUT_USER_FLOOR if about_them else RELEVANCE_FLOOR
-        if not any(_relevance(m, question, cosines, shared_words) >= floor for m in read):
+        if not any(_relevant(question.coverage(said[m.id]), cosines.get(m.id, 0.0), floor) for m in read):
             return []
         for m in read:
-            if question.holds_answer(_text(m)):
+            if question.holds_answer(said[m.id]):
                 scores[m.id] = scores.get(m.id, 0.0) + ANSWER_KIND_BONUS
         ranked = sorted(read, key=lambda m: (-scores.get(m.id, 0.0), -m.occurred_at.timestamp(), m.id))
         hits = pins_first(ranked, about)[:limit]
@@ -242,17 +262,9 @@ async def _query_vector_and_venue(
     return dense, bool(in_guild and allow_dm), names
 
 
-def _relevance(
-    memory: Read, question: Question, cosines: Mapping[uuid.UUID, float], keyword_hits: Collection[uuid.UUID]
-) -> float:
-    """Absolute evidence that the memory is about the question (see RELEVANCE_FLOOR)."""
-    coverage = question.coverage(_text(memory), keyword_hit=memory.id in keyword_hits)
-    return coverage + cosines.get(memory.id, 0.0)
-
-
-def _text(memory: Read) -> str:
-    """All the words a memory keeps: its content, and what was said word for word when kept."""
-    return f"{memory.content}\n{memory.content_verbatim}" if memory.content_verbatim else memory.content
+def _relevant(coverage: float, cosine: float, floor: float) -> bool:
+    """Whether a memory is about the question (see RELEVANCE_FLOOR)."""
+    return coverage >= HALF_THE_CONTENT or coverage + cosine >= floor
 
 
 def pins_first(ranked: Sequence[Read], about: Collection[uuid.UUID]) -> list[Read]:
