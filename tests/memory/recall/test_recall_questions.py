@@ -23,7 +23,11 @@ from tests.memory.test_service import add_chat, add_personality, make_service
 ROOT = Path(__file__).resolve().parents[3]
 ROLEPLAY = ROOT / "bench" / "data" / "seraphina_sillytavern.jsonl"  # a SillyTavern chat, user Kael
 SAGE = ROOT / "examples" / "sage.jsonl"
-UNRELATED = ("quantum chromodynamics lecture", "the boiling point of mercury", "what is the capital of Mongolia")
+UNRELATED = (
+    "quantum chromodynamics lecture",
+    "the boiling point of mercury",
+    "what is the capital of Mongolia",
+)
 
 
 @pytest.fixture
