@@ -6,12 +6,12 @@ they are noise, and on the keyword side they find whatever memory happens to hol
 decided from the question's structure alone, with the closed classes of English grammar and a few
 words of asking, never from a list of what some data set talks about:
 
-- wh-words, auxiliaries and pronouns shape a question, and so do the names of the two who talk in
-  every memory (memory.recall.query: they tell no memory apart) (most are stopwords of the keyword analyzer
-  anyway); so does the word right after "how" ("how old", "how many", "how often"), the noun of a
-  "what kind of" / "which type of" phrase, and the words of naming, telling and vague quantity
-  (`_SHAPING`).
-- A capitalised word inside the sentence, or a number, is an entity and weighs most.
+- wh-words, auxiliaries and pronouns shape a question (most are stopwords of the keyword analyzer
+  anyway), and so do the word right after "how" ("how old", "how many", "how often"), the noun of a
+  "what kind of" / "which type of" phrase, the words of naming, telling and vague quantity
+  (`_SHAPING`), and the names of the two who talk in every memory (memory.recall.query).
+- A capitalised word inside the sentence, or a number, is an entity and weighs most, even one that
+  would shape a question in lower case ("in May", "Will's bike").
 - "my", "I", "me" make it a question about the user: their own lines are preferred
   (memory.recall.keywords keys what the user said apart from the rest of the exchange). Naming one
   of the two who talk, other than to address them ("What did Melanie paint?", not "Lilith, ..."),
@@ -43,121 +43,26 @@ ENTITY_WEIGHT = 1.5
 OWN_LINES_SHARE = 1.0
 
 _WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whats"})
-_AUXILIARIES = frozenset(
-    [
-        "am",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "do",
-        "does",
-        "did",
-        "have",
-        "has",
-        "had",
-        "can",
-        "could",
-        "will",
-        "would",
-        "shall",
-        "should",
-        "may",
-        "might",
-        "must",
-        "s",
-        "d",
-        "ll",
-        "ve",
-        "re",
-        "m",
-    ]
-)
+_AUXILIARIES = frozenset({
+    "am", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "have", "has", "had",
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must", "s", "d", "ll", "ve",
+    "re", "m",
+})  # fmt: skip
 _USER = frozenset({"i", "me", "my", "mine", "myself", "im", "ive", "id"})
-_PRONOUNS = _USER | frozenset(
-    [
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "we",
-        "us",
-        "our",
-        "ours",
-        "he",
-        "him",
-        "his",
-        "she",
-        "her",
-        "hers",
-        "they",
-        "them",
-        "their",
-        "theirs",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-    ]
-)
+_PRONOUNS = _USER | frozenset({
+    "you", "your", "yours", "yourself", "we", "us", "our", "ours", "he", "him", "his", "she", "her",
+    "hers", "they", "them", "their", "theirs", "it", "its", "this", "that", "these", "those", "there",
+    "here",
+})  # fmt: skip
 # Words of asking: naming, telling and remembering, vague quantity and kind. They say what is asked
 # for, never what it is about.
-_SHAPING = frozenset(
-    [
-        "name",
-        "names",
-        "named",
-        "called",
-        "call",
-        "tell",
-        "told",
-        "say",
-        "said",
-        "mention",
-        "mentioned",
-        "talk",
-        "talked",
-        "remember",
-        "remind",
-        "recall",
-        "know",
-        "knew",
-        "think",
-        "thing",
-        "things",
-        "stuff",
-        "anything",
-        "something",
-        "everything",
-        "kind",
-        "kinds",
-        "type",
-        "types",
-        "sort",
-        "sorts",
-        "many",
-        "much",
-        "lot",
-        "lots",
-        "ever",
-        "every",
-        "all",
-        "any",
-        "some",
-        "else",
-        "also",
-        "again",
-        "please",
-        "like",
-    ]
-)
+_SHAPING = frozenset({
+    "name", "names", "named", "called", "call", "tell", "told", "say", "said", "mention", "mentioned",
+    "talk", "talked", "remember", "remind", "recall", "know", "knew", "think", "thing", "things",
+    "stuff", "anything", "something", "everything", "kind", "kinds", "type", "types", "sort", "sorts",
+    "many", "much", "lot", "lots", "ever", "every", "all", "any", "some", "else", "also", "again",
+    "please", "like",
+})  # fmt: skip
 # Words of a question asking for several things.
 _GATHERING = frozenset({"which", "all", "ever", "every", "everything", "kinds", "types", "sorts", "list"})
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
@@ -240,20 +145,22 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
     for position, (word, low) in enumerate(zip(words, bare, strict=True)):
         previous = bare[position - 1] if position else ""
         following = bare[position + 1] if position + 1 < len(bare) else ""
-        shaping = (
-            low in _WH
-            or low in _AUXILIARIES
-            or low in _PRONOUNS
-            or low in _SHAPING
-            or low in named
-            or previous == "how"  # how old, how many, how often: the degree asked for
-            or (previous in _WH and following == "of")  # what kind of, which type of
+        entity = word[0].isdigit() or (position > 0 and word[0].isupper() and low != "i")
+        shaping = low in named or (
+            not entity
+            and (
+                low in _WH
+                or low in _AUXILIARIES
+                or low in _PRONOUNS
+                or low in _SHAPING
+                or previous == "how"  # how old, how many, how often: the degree asked for
+                or (previous in _WH and following == "of")  # what kind of, which type of
+            )
         )
         if previous in _WH and _plural(low) and not shaping:
             gathers = True  # what hobbies, which shelters
         if shaping:
             continue
-        entity = word[0].isdigit() or (position > 0 and word[0].isupper())
         weight = ENTITY_WEIGHT if entity else CONTENT_WEIGHT
         for term in encode_sparse_query(word).indices:
             content[term] = max(content.get(term, 0.0), weight)

@@ -1,11 +1,14 @@
 """Recall: the user's memories of a personality that best match a query, in the venue asking.
 
-The index finds candidates by meaning (dense, the query without the participants' names:
-memory.recall.query) and by keyword (sparse) within the venue's filter; the two lists are fused here,
-whatever the backend; the text then comes from Postgres, re-checking ownership, so a stale index
-entry can neither leak nor revive a forgotten memory. The exchanges just before and after the best
-memory come with it, when the words fit: what was said around an answer often completes it.
-Memories their user pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
+The question is read first (memory.recall.question: the words that carry it, its shape). The index
+finds candidates by meaning (dense, the query without the participants' names: memory.recall.query)
+and by keyword (sparse, the question's content words) within the venue's filter; the two lists are
+fused here, whatever the backend; the text then comes from Postgres, re-checking ownership, so a
+stale index entry can neither leak nor revive a forgotten memory. A question about nothing said
+recalls nothing (RELEVANCE_FLOOR); a memory holding the kind of answer asked for goes up
+(ANSWER_KIND_BONUS). The exchanges just before and after the best memories come with them as their
+context, when the words fit: what was said around an answer often completes it. Memories their user
+pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
 """
 
 from __future__ import annotations
@@ -111,7 +114,8 @@ class RecalledMemory(Read):
     """A memory recalled: as read (its own text, messages and id), with its score, and the memories
     said just before and after it in its conversation that came with it (`context`, conversation
     order). What is shown beside its id is its own text; a prompt reads it with its context
-    (`text_with_context`)."""
+    (`text_with_context`). Its score is the fused one (`fuse`, in [0, 1]) plus ANSWER_KIND_BONUS when
+    it holds the kind of answer asked for."""
 
     score: float
     context: tuple[Read, ...] = ()
@@ -155,9 +159,10 @@ async def recall(
 ) -> list[RecalledMemory]:
     """The user's memories of this personality that best match the query, for this venue only.
 
-    Best first by fused score (`fuse`), the most recent first among equals, except that relevant
-    pinned memories come before all of them (`pins_first`). The first carries the exchanges just
-    before and after it as context while the words fit (`with_context`). The query is searched as
+    Nothing when no memory is about the question (RELEVANCE_FLOOR). Else best first by fused score
+    (`fuse`, plus ANSWER_KIND_BONUS), the most recent first among equals, except that relevant pinned
+    memories come before all of them (`pins_first`). The best CONTEXT_HITS carry the exchanges just
+    before and after them as context while the words fit (`with_context`). The query is searched as
     given (MemoryService.recall removes a user's chat-template tokens first).
     """
     query = query.strip()

@@ -37,6 +37,9 @@ def test_entities_weigh_more_than_content_words() -> None:
     assert weights[term("silver")] == weights[term("pay")] == CONTENT_WEIGHT
     # The first word of a sentence is capitalised by grammar, not because it names something.
     assert searched("Wolves attacked them")[term("wolves")] == CONTENT_WEIGHT
+    # A capitalised word inside the sentence is an entity even where a lowercase one shapes it.
+    assert searched("what happened in May")[term("may")] == ENTITY_WEIGHT
+    assert term("may") not in searched("May I ask about the oak?")
 
 
 def test_a_question_about_the_user_also_asks_their_own_lines() -> None:
