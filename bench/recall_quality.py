@@ -238,7 +238,8 @@ def main() -> None:
         "--without",
         nargs="*",
         default=[],
-        help="levers to switch off, to measure each: neighbours, names, date, previous, blend, weights",
+        help="levers to switch off, to measure each: neighbours, names, date, previous, blend, weights, "
+        "answer-kind, floor, own-lines, context-of-three",
     )
     args = parser.parse_args()
     if args.without:

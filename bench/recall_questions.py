@@ -17,7 +17,7 @@ Scores, every question asked through `MemoryService.recall` with limit 10:
   direct questions, the share that return anything (a floor must not silence them);
 - words: the mean words recalled (own text and context) for the direct and gathering questions.
 
-    .venv/bin/python -m bench.recall_questions [--modes verbatim summarized] [--misses]
+    .venv/bin/python -m bench.recall_questions [--modes verbatim summarized] [--misses] [--without floor]
 """
 
 from __future__ import annotations
@@ -228,7 +228,13 @@ def main() -> None:
         "--modes", nargs="+", choices=[m.value for m in MemoryMode], default=["verbatim", "summarized"]
     )
     parser.add_argument("--misses", action="store_true", help="list every question not fully answered")
+    parser.add_argument("--without", nargs="*", default=[], help="levers to switch off (bench.recall_levers)")
     args = parser.parse_args()
+    if args.without:
+        from bench.recall_levers import switch_off  # only for ablations: it replaces product values
+
+        switch_off(args.without)
+        print(f"without: {', '.join(args.without)}")
     asyncio.run(run([MemoryMode(m) for m in args.modes], args.misses))
 
 
