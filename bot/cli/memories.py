@@ -122,7 +122,12 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
-    """One query's answer as the JSON line `recall --json` prints."""
+    """One query's answer as the JSON line `recall --json` prints.
+
+    A hit's `content` and `source_message_ids` are what the chat prompt receives of it: its own words
+    and messages first, then those of its context (the memories said just around it); `context`
+    names those memories, so a reader can tell them apart.
+    """
     return json.dumps(
         {
             "query": query,
@@ -130,10 +135,13 @@ def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
                 {
                     "id": str(m.id),
                     "score": round(m.score, 6),
-                    "content": m.content,
+                    "content": m.text_with_context,
                     "content_verbatim": m.content_verbatim,
-                    "source_message_ids": m.source_message_ids,
+                    "source_message_ids": m.sources_with_context,
                     "occurred_at": m.occurred_at.isoformat(),
+                    "context": [
+                        {"id": str(c.id), "source_message_ids": c.source_message_ids} for c in m.context
+                    ],
                 }
                 for m in memories
             ],
@@ -176,6 +184,8 @@ async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
         for rank, m in enumerate(memories, start=1):
             print(f"  {rank}. [{m.occurred_at:%Y-%m-%d}] {m.content}")
             print(f"     score {m.score:.3f}, from messages {', '.join(m.source_message_ids)}")
+            for c in m.context:
+                print(f"     context [{c.occurred_at:%Y-%m-%d}] {c.content}")
 
 
 async def _personality_id(runtime: Runtime, name: str | None) -> int | None:
