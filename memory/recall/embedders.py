@@ -7,6 +7,7 @@ litellm) happen on first use, not at module import; torch is never imported at r
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -77,6 +78,10 @@ class LiteLLMEmbedder:
     def model_name(self) -> str:
         return self._model
 
+    def load_in_background(self) -> None:
+        """Import litellm (about a second) in a thread now, rather than at the first `embed`."""
+        threading.Thread(target=load_litellm, name="personae-load-litellm", daemon=True).start()
+
     @property
     def dimension(self) -> int:
         """The configured dimension, else the one learned from a reply, else litellm's model info."""
@@ -140,11 +145,19 @@ def make_embedder(
     dimension: int | None = None,
     retry: RetryPolicy | None = None,
     cache_dir: Path | None = None,
+    load_now: bool = False,
 ) -> Embedder:
     """The local model for "all-MiniLM-L6-v2" / "local/all-MiniLM-L6-v2", litellm for anything else.
 
     `cache_dir` holds the local model's ONNX export (default: `default_model_cache_dir()`).
+    Either loads on its first `embed`; `load_now` starts loading it at once, in a thread, for a caller
+    that will embed soon and has other work to do meanwhile (a recall reaching its database).
     """
+    embedder: LocalEmbedder | LiteLLMEmbedder
     if model in _LOCAL_ALIASES and api_base is None:
-        return LocalEmbedder(cache_dir)
-    return LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)
+        embedder = LocalEmbedder(cache_dir)
+    else:
+        embedder = LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)
+    if load_now:
+        embedder.load_in_background()
+    return embedder
