@@ -25,6 +25,7 @@ from memory.errors import InvalidInputError
 from memory.owners.card_png import MAX_CARD_JSON_BYTES, card_text_from_png, is_png
 from memory.owners.card_prompt import ComposedPrompt, compose_prompt
 from memory.owners.personality_fields import slugify, validate_avatar_url
+from memory.types import MemoryMode
 
 if TYPE_CHECKING:
     from memory.owners.personalities import PersonalityService
@@ -242,6 +243,7 @@ async def create_from_card(
     owner_id: str | None = None,
     by_operator: bool,
     avatar_url: str | None = None,
+    memory_mode: MemoryMode | str = MemoryMode.VERBATIM,
 ) -> CardImport:
     """A new personality from the card, named `name` or after the card; a taken name is refused.
 
@@ -263,9 +265,13 @@ async def create_from_card(
             owner_id=owner_id,
             avatar_url=avatar_url,
             card=stored,
+            memory_mode=memory_mode,
         )
         if not created:
-            raise InvalidInputError(f"A personality named {slug!r} already exists; pick another name.")
+            raise InvalidInputError(
+                f"A personality named {slug!r} already exists; import the card under another name with "
+                "--name NAME."
+            )
     else:
         if owner_id is None:
             raise InvalidInputError("A user's import needs its owner.")
