@@ -139,7 +139,7 @@ def stop_embedded_postgres(data_dir: Path) -> EmbeddedServer | None:
     """Stop the embedded PostgreSQL of data_dir (a fast shutdown: open connections are closed);
     the server that was running, or None when none was."""
     pgdata = _pgdata(data_dir)
-    lines, pid = _postmaster(pgdata)
+    _, pid = _postmaster(pgdata)
     if pid is None or not _is_postmaster(pid, pgdata):
         return None
     server = running_embedded_postgres(data_dir)

@@ -96,6 +96,9 @@ def add_commands(commands: Subcommands) -> None:
     )
     card_import.add_argument("file", type=Path, help="the card: .json, or .png with the card embedded")
     card_import.add_argument("--name", help="the personality's name (default: the card's name)")
+    card_import.add_argument(
+        "--display-name", help="the name its replies are posted under (default: the card's)"
+    )
     card_import.add_argument("--owner", help="the Discord user id of its owner")
     _memory_mode_option(card_import)
     card_import.set_defaults(handler=cmd_personality_import)
@@ -228,6 +231,7 @@ async def cmd_personality_import(args: argparse.Namespace, core: Core) -> None:
         by_operator=True,
         avatar_url=card.avatar_url,
         memory_mode=args.memory_mode,
+        display_name=args.display_name,
     )
     p, prompt = imported.personality, imported.prompt
     print(f"Imported {card.version} card {p.display_name!r} as personality {p.name!r} ({p.memory_mode}).")

@@ -244,13 +244,15 @@ async def create_from_card(
     by_operator: bool,
     avatar_url: str | None = None,
     memory_mode: MemoryMode | str = MemoryMode.VERBATIM,
+    display_name: str | None = None,
 ) -> CardImport:
     """A new personality from the card, named `name` or after the card; a taken name is refused.
 
     The operator (the CLI) creates as `personality create` does; a user creates as /personality
-    create does, within its rules (who may create, how many each owns).
+    create does, within its rules (who may create, how many each owns). `display_name`: shown instead
+    of the card's name (a second copy of a card cannot read like the first).
     """
-    display = card.fields.name.strip()
+    display = (display_name or card.fields.name).strip()
     slug = slugify(name if name is not None else display)
     if not slug:
         source = f"The name {name!r}" if name is not None else f"The card's name {display!r}"

@@ -142,13 +142,14 @@ class PersonalityService(PersonalityPermissions):
             query = query.where(Personality.id != other_than)
         async with self._sessionmaker() as session:
             rows = (await session.execute(query)).all()
-        by_name = {written: name for name, display in rows for written in (name, display)}
-        found = look_alike(names, by_name)
+        whose = {written: (name, display) for name, display in rows for written in (name, display)}
+        found = look_alike(names, whose)
         if found is not None:
             candidate, existing = found
+            name, display = whose[existing]
             raise InvalidInputError(
-                f"{candidate!r} reads like the existing personality {existing!r} "
-                f"(`{by_name[existing]}`): pick a name that looks different."
+                f"{candidate!r} reads like the existing personality {display!r} (`{name}`): pick a name "
+                "that looks different."
             )
 
     async def create(

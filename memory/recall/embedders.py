@@ -80,7 +80,8 @@ class LiteLLMEmbedder:
 
     def load_in_background(self) -> None:
         """Import litellm (about a second) in a thread now, rather than at the first `embed`."""
-        threading.Thread(target=load_litellm, name="personae-load-litellm", daemon=True).start()
+        # Not a daemon: an import cut off at exit can crash the interpreter; exit waits for it instead.
+        threading.Thread(target=load_litellm, name="personae-load-litellm").start()
 
     @property
     def dimension(self) -> int:

@@ -178,8 +178,9 @@ class LocalEmbedder:
 
     def load_in_background(self) -> None:
         """Start loading the model in a thread now; the first `embed` waits for it (or loads it itself,
-        reporting the error, if this load failed)."""
-        threading.Thread(target=self._load_quietly, name="personae-load-embedder", daemon=True).start()
+        reporting the error, if this load failed). Not a daemon: a process that ends meanwhile (an
+        error) waits for the load, as onnxruntime aborts the process when stopped inside it."""
+        threading.Thread(target=self._load_quietly, name="personae-load-embedder").start()
 
     def _load_quietly(self) -> None:
         # A failure here is raised again, with its message, by the load of the first `embed`.
