@@ -27,6 +27,7 @@ from tests.memory.owners.cards import (
     png,
     text_chunk,
     v3,
+    with_data,
 )
 
 OWNER = 101
@@ -190,7 +191,9 @@ async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_
 ) -> None:
     reply = await media.import_card(json.dumps(SERAPHINA_V2).encode(), "seraphina.json")
     assert "No avatar; set one with `/personality edit`." in reply.text
-    broken_picture = SIGNATURE + chunk(b"IHDR", b"\x00" * 13) + text_chunk("chara", encoded(SERAPHINA_V2))
+    # Another character: a second Seraphina would read like the first (refused as a look-alike).
+    aurora = encoded(with_data(SERAPHINA_V2, name="Aurora"))
+    broken_picture = SIGNATURE + chunk(b"IHDR", b"\x00" * 13) + text_chunk("chara", aurora)
     broken_picture += chunk(b"IEND", b"")
     second = await media.import_card(broken_picture, name="second")
     assert "No avatar (the card's picture could not be read)" in second.text
