@@ -49,6 +49,34 @@ def test_help_imports_nothing_heavy() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_every_command_and_option_says_what_it_is() -> None:
+    """`personae --help` and `personae COMMAND --help`: each command a description, each option a help."""
+    import argparse
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {choice.dest: choice.help for choice in action._choices_actions}
+                for name, command in action.choices.items():
+                    if not helps.get(name) or not command.description:
+                        missing.append(f"{path} {name}")
+                    walk(command, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "personae")
+    assert missing == []
+    text = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "personality", "set", "--help"], capture_output=True, text=True
+    ).stdout
+    assert (
+        "hybrid (the summary is what recall searches, the exchange word for word is kept with it)"
+        in " ".join(text.split())
+    )
+
+
 def test_personality_commands(scratch_database_url: str, tmp_path: Path) -> None:
     # A plain postgresql:// URL, as users write it; the CLI migrates the empty database itself.
     url = scratch_database_url.replace("+asyncpg", "")

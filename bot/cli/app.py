@@ -38,7 +38,20 @@ def build_parser() -> argparse.ArgumentParser:
     # The order of `personae --help`.
     for group in (database, personalities, discord_bot, llm_configs, memories, chat, demo):
         group.add_commands(commands)
+    _describe_commands(parser)
     return parser
+
+
+def _describe_commands(parser: argparse.ArgumentParser) -> None:
+    """Give each command without a description of its own its one-line help, so that `personae
+    COMMAND --help` says what the command does, as `personae --help` does."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, command in action.choices.items():
+                if not command.description and helps.get(name):
+                    command.description = one_line(str(helps[name]))
+                _describe_commands(command)
 
 
 async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
