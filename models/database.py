@@ -68,6 +68,11 @@ def _postmaster(pgdata: Path) -> tuple[list[str], int | None]:
         return lines, None
 
 
+def _ready(lines: list[str]) -> bool:
+    # postmaster.pid: pid, data dir, start time, port, socket dir, listen address, shared memory, status.
+    return len(lines) >= 8 and lines[7].strip() == "ready"
+
+
 def _is_postmaster(pid: int, pgdata: Path) -> bool:
     """Whether `pid` is a live PostgreSQL server of `pgdata` (not a process that reused the pid)."""
     import psutil
@@ -83,8 +88,7 @@ def running_embedded_postgres(data_dir: Path) -> EmbeddedServer | None:
     """The embedded PostgreSQL of `data_dir` if it runs and accepts connections, without starting it."""
     pgdata = _pgdata(data_dir)
     lines, pid = _postmaster(pgdata)
-    # postmaster.pid: pid, data dir, start time, port, socket dir, listen address, shared memory, status.
-    if pid is None or len(lines) < 8 or lines[7].strip() != "ready" or not _is_postmaster(pid, pgdata):
+    if pid is None or not _ready(lines) or not _is_postmaster(pid, pgdata):
         return None
     socket_dir = Path(lines[4].strip())
     port = int(lines[3].strip())
@@ -108,6 +112,11 @@ def start_embedded_postgres(
     if running is not None:
         return running.url(database)
     pgdata = _pgdata(data_dir)
+    lines, pid = _postmaster(pgdata)
+    if pid is not None and _ready(lines) and _is_postmaster(pid, pgdata):
+        # Up, yet its socket is gone (a cleaner emptied its directory): no one can reach it; restart it.
+        log.warning("The embedded PostgreSQL in %s lost its socket; restarting it", pgdata)
+        stop_embedded_postgres(data_dir)
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); its /tmp fallback is fine.
         warnings.simplefilter("ignore")

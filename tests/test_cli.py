@@ -618,6 +618,12 @@ def test_the_embedded_postgresql_stays_up_between_commands_until_stopped_and_rec
     assert (where / "postmaster.pid").exists()
     assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
 
+    # Up, but its socket deleted (a cleaner emptied the folder): restarted, not reported unreachable.
+    up = running_embedded_postgres(embedded_data_dir)
+    assert up is not None
+    (up.socket_dir / f".s.PGSQL.{up.port}").unlink()
+    assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
+
     # A stale postmaster.pid whose pid now belongs to another process (after a reboot, say).
     assert cli("db", "stop").returncode == 0
     stale = ["", str(where), "0", "5432", str(where), "", "0 0", "ready   "]

@@ -101,7 +101,7 @@ def add_commands(commands: Subcommands) -> None:
     reindex.add_argument(
         "--check", action="store_true", help="only report drift between index and database (exit 1 if any)"
     )
-    reindex.set_defaults(handler=cmd_reindex, with_memory=True, embeds=True, rebuilds_index=True)
+    reindex.set_defaults(handler=cmd_reindex, with_memory=True, rebuilds_index=True)
 
     resum = commands.add_parser(
         "resummarize",
@@ -110,7 +110,7 @@ def add_commands(commands: Subcommands) -> None:
         "(after turning summarization on, or once an LLM is configured).",
     )
     resum.add_argument("--personality", required=True, help=PERSONALITY_HELP)
-    resum.set_defaults(handler=cmd_resummarize, with_memory=True, embeds=True)
+    resum.set_defaults(handler=cmd_resummarize, with_memory=True)
 
     worker = commands.add_parser(
         "worker",

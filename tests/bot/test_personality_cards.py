@@ -251,9 +251,11 @@ async def test_export_gives_the_owner_a_card_that_imports_back(media: DiscordMed
     assert card["spec"] == "chara_card_v2" and card["avatar"].startswith("https://cdn.discordapp.com/emojis/")
     assert {k: card["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
 
+    [original] = await personalities(runtime)
+    await runtime.personalities.delete("seraphina", actor=None)  # beside it, a copy would read like it
     again = await media.import_card(file.data, "seraphina.json", name="Seraphina Two")
     assert "Avatar: the card's avatar URL." in again.text
-    original, copy = await personalities(runtime)
+    [copy] = await personalities(runtime)
     assert (copy.name, copy.system_prompt, copy.card, copy.avatar_url) == (
         "seraphina-two",
         original.system_prompt,
@@ -261,7 +263,7 @@ async def test_export_gives_the_owner_a_card_that_imports_back(media: DiscordMed
         original.avatar_url,
     )
     async with runtime.sessionmaker() as session:
-        assert await session.scalar(select(func.count()).select_from(Personality)) == 2
+        assert await session.scalar(select(func.count()).select_from(Personality)) == 1
 
 
 async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_picture(
