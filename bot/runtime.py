@@ -173,6 +173,7 @@ async def open_memory_services(
             models=core.models,
             context_share=settings.context_share,
             memory_context_share=settings.memory_context_share,
+            lore_scan_depth=settings.lore_scan_depth,
             recall_limit=settings.recall_limit,
         )
         # A personality created, renamed or deleted here is routable (or not) from the next message on.
