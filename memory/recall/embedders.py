@@ -7,7 +7,6 @@ litellm) happen on first use, not at module import; torch is never imported at r
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -78,11 +77,6 @@ class LiteLLMEmbedder:
     def model_name(self) -> str:
         return self._model
 
-    def load_in_background(self) -> None:
-        """Import litellm (about a second) in a thread now, rather than at the first `embed`."""
-        # Not a daemon: an import cut off at exit can crash the interpreter; exit waits for it instead.
-        threading.Thread(target=load_litellm, name="personae-load-litellm").start()
-
     @property
     def dimension(self) -> int:
         """The configured dimension, else the one learned from a reply, else litellm's model info."""
@@ -151,14 +145,13 @@ def make_embedder(
     """The local model for "all-MiniLM-L6-v2" / "local/all-MiniLM-L6-v2", litellm for anything else.
 
     `cache_dir` holds the local model's ONNX export (default: `default_model_cache_dir()`).
-    Either loads on its first `embed`; `load_now` starts loading it at once, in a thread, for a caller
-    that will embed soon and has other work to do meanwhile (a recall reaching its database).
+    Either loads on its first `embed`; `load_now` (called in a running event loop) starts loading the
+    local model at once, in the loop's executor, for a caller that will embed soon and has other
+    work to do meanwhile (a recall reaching its database).
     """
-    embedder: LocalEmbedder | LiteLLMEmbedder
     if model in _LOCAL_ALIASES and api_base is None:
-        embedder = LocalEmbedder(cache_dir)
-    else:
-        embedder = LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)
-    if load_now:
-        embedder.load_in_background()
-    return embedder
+        local = LocalEmbedder(cache_dir)
+        if load_now:
+            local.load_in_background()
+        return local
+    return LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)

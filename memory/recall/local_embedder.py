@@ -177,10 +177,11 @@ class LocalEmbedder:
         return self._dir
 
     def load_in_background(self) -> None:
-        """Start loading the model in a thread now; the first `embed` waits for it (or loads it itself,
-        reporting the error, if this load failed). Not a daemon: a process that ends meanwhile (an
-        error) waits for the load, as onnxruntime aborts the process when stopped inside it."""
-        threading.Thread(target=self._load_quietly, name="personae-load-embedder").start()
+        """Start loading the model in the running event loop's default executor; the first `embed`
+        waits for it (or loads it itself, reporting the error, if this load failed). The loop's end
+        (asyncio.run) waits for the load in the main thread: a load cut off by the interpreter's exit
+        would abort the process (onnxruntime), or fail registering its exit handlers."""
+        asyncio.get_running_loop().run_in_executor(None, self._load_quietly)
 
     def _load_quietly(self) -> None:
         # A failure here is raised again, with its message, by the load of the first `embed`.

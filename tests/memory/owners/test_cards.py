@@ -451,6 +451,7 @@ async def test_a_v3_card_exported_and_imported_again_is_equal_field_by_field(
     exported = export_card(await service.get("seraphina"))
     assert (exported["spec"], exported["spec_version"]) == ("chara_card_v3", "3.0")
     assert exported["data"] == SERAPHINA_V3_DATA
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     again = await create_from_card(service, parse_card(as_json(exported)), name="again", by_operator=True)
     assert export_card(again.personality)["data"] == SERAPHINA_V3_DATA
 
