@@ -62,7 +62,15 @@ def test_import_recall_stats_reindex(cli_env: Path, capsys: pytest.CaptureFixtur
     result = json.loads(out)
     assert result["query"] == "what is my bonsai called"
     first = result["memories"][0]
-    assert set(first) == {"id", "score", "content", "content_verbatim", "source_message_ids", "occurred_at"}
+    assert set(first) == {
+        "id",
+        "score",
+        "content",
+        "content_verbatim",
+        "source_message_ids",
+        "occurred_at",
+        "context",
+    }
     assert "Gerald" in (first["content"] + (first["content_verbatim"] or ""))
     bob = user_message_ids(SAGE, "1002")
     for memory in result["memories"]:  # only Bob's own exchanges

@@ -224,6 +224,10 @@ def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
                     "content_verbatim": m.content_verbatim,
                     "source_message_ids": m.source_message_ids,
                     "occurred_at": m.occurred_at.isoformat(),
+                    "context": [
+                        {"id": str(c.id), "content": c.content, "source_message_ids": c.source_message_ids}
+                        for c in m.context
+                    ],
                 }
                 for m in memories
             ],
@@ -260,6 +264,8 @@ async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
         for rank, m in enumerate(memories, start=1):
             print(f"  {rank}. [{m.occurred_at:%Y-%m-%d}] {m.content}")
             print(f"     score {m.score:.3f}, from messages {', '.join(m.source_message_ids)}")
+            for c in m.context:
+                print(f"     context [{c.occurred_at:%Y-%m-%d}] {c.content}")
 
 
 async def _personality_id(runtime: Runtime, name: str | None) -> int | None:
