@@ -97,6 +97,32 @@ def test_import_recall_stats_reindex(cli_env: Path, capsys: pytest.CaptureFixtur
     assert code == 0 and "no drift" in out
 
 
+def test_recall_json_carries_a_hits_context_after_its_own_words(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hit's `content` and `source_message_ids` are what the chat prompt gets of it: its own first,
+    then the exchanges said just around it, which `context` names."""
+    run(capsys, "personality", "create", "Ivy")
+    topics = ["my garden", "Zephyrine's wedding", "the dress I wore"]
+    lines = []
+    for n, topic in enumerate(topics):
+        said = f"Let me tell you about {topic}"
+        lines.append({"id": f"u{n}", "role": "user", "content": said, "user_id": "7"})
+        lines.append({"id": f"a{n}", "role": "assistant", "content": "Tell me more!", "reply_to": f"u{n}"})
+    transcript = cli_env / "ivy.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run(capsys, "import", str(transcript), "--personality", "ivy")[0] == 0
+
+    _, out, _ = run(
+        capsys, "recall", "Zephyrine wedding", "--personality", "ivy", "--user", "7", "--limit", "1", "--json"
+    )
+    [best] = json.loads(out)["memories"]
+    assert best["content"].startswith("User: Let me tell you about Zephyrine's wedding")
+    assert "my garden" in best["content"] and "the dress I wore" in best["content"]
+    assert [c["source_message_ids"] for c in best["context"]] == [["u0", "a0"], ["u2", "a2"]]
+    assert best["source_message_ids"] == ["u1", "a1", "u0", "a0", "u2", "a2"]
+
+
 def test_malformed_file_writes_nothing(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "personality", "create", "Sage")
     bad = cli_env / "bad.jsonl"

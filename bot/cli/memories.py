@@ -212,7 +212,12 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
-    """One query's answer as the JSON line `recall --json` prints."""
+    """One query's answer as the JSON line `recall --json` prints.
+
+    A hit's `content` and `source_message_ids` are what the chat prompt receives of it: its own words
+    and messages first, then those of its context (the memories said just around it); `context`
+    names those memories, so a reader can tell them apart.
+    """
     return json.dumps(
         {
             "query": query,
@@ -220,13 +225,12 @@ def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
                 {
                     "id": str(m.id),
                     "score": round(m.score, 6),
-                    "content": m.content,
+                    "content": m.text_with_context,
                     "content_verbatim": m.content_verbatim,
-                    "source_message_ids": m.source_message_ids,
+                    "source_message_ids": m.sources_with_context,
                     "occurred_at": m.occurred_at.isoformat(),
                     "context": [
-                        {"id": str(c.id), "content": c.content, "source_message_ids": c.source_message_ids}
-                        for c in m.context
+                        {"id": str(c.id), "source_message_ids": c.source_message_ids} for c in m.context
                     ],
                 }
                 for m in memories
