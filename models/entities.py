@@ -312,8 +312,10 @@ class ForgottenClaim(Base):
     kind: Mapped[str] = mapped_column(String(12))
     embedding: Mapped[list[float]] = mapped_column(ARRAY(REAL))
     embedding_model: Mapped[str] = mapped_column(String(200))
-    # Its key facts, the words it holds and those it negates (memory.formation.restatements.Claim).
+    # Its key facts, the words it holds and those it negates (memory.formation.restatements).
     facts: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    # A correction's embedding: a text closer to it than to the claim repeats the correction.
+    corrected_to: Mapped[list[float] | None] = mapped_column(ARRAY(REAL))
     created_at: Mapped[CreatedAt]
 
     __table_args__ = (

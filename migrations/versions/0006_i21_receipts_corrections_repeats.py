@@ -35,6 +35,7 @@ def upgrade() -> None:
         sa.Column("embedding", postgresql.ARRAY(sa.REAL()), nullable=False),
         sa.Column("embedding_model", sa.String(length=200), nullable=False),
         sa.Column("facts", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+        sa.Column("corrected_to", postgresql.ARRAY(sa.REAL()), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.CheckConstraint("kind IN ('forgotten', 'corrected')", name=op.f("ck_forgotten_claims_kind")),
         sa.ForeignKeyConstraint(
