@@ -27,7 +27,7 @@ from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
-from memory.recall import curation, upkeep
+from memory.recall import curation, receipts, upkeep
 from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
 from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
@@ -159,7 +159,7 @@ class MemoryService:
 
     # ------------------------------------------------------------------ user controls
 
-    forget = _on_store(MemoryStore.forget)
+    forget = _on_store(steering.forget_memories)
     unform = _on_store(steering.unform)
     forget_message = _on_store(steering.forget_exchange)
     set_pinned = _on_store(corrections.set_pinned)
@@ -214,3 +214,8 @@ class MemoryService:
     lost_from_index = _on_store(upkeep.lost_from_index)
     check_drift = _on_store(upkeep.check_drift)
     reindex = _on_store(upkeep.reindex)
+
+    # ------------------------------------------------------- a reply's memories (issue 21)
+
+    record_reply_memories = _on_store(receipts.record_reply_memories)
+    reply_receipt = _on_store(receipts.reply_receipt)

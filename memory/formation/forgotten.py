@@ -31,8 +31,9 @@ from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import ForgottenClaim, Memory, Message, Personality
 
-FORGOTTEN = "forgotten"
-CORRECTED = "corrected"
+# forgotten_claims.kind
+FORGOTTEN_CLAIM = "forgotten"
+CORRECTED_CLAIM = "corrected"
 # How close (cosine, all-MiniLM-L6-v2, the user's words against the claim) a text must be to say a
 # forgotten claim again, its key facts held and nothing negated. bench/data/corrections.jsonl:
 # paraphrases score 0.60 to 0.96 bar one (0.46: "pregnant with our second baby" against "expecting

@@ -52,7 +52,8 @@ from models import Conversation, Memory, Message, Personality
 # 77% of the pairs saying one fact are repeats, 1 pair in 5,960 saying two is.
 REPEAT_CLOSENESS = 0.75
 REPEAT_CANDIDATES = 3
-# messages.memory_excluded of an exchange restating a forgotten claim (as "Forget this" marks one).
+# messages.memory_excluded of an exchange its user forgot ("Forget this"), or that restates a claim
+# they forgot.
 FORGOTTEN = "forgotten"
 
 

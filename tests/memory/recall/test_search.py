@@ -25,8 +25,10 @@ from tests.memory.test_service import T0, add_chat, add_personality, make_servic
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
 
-def read(memory_id: uuid.UUID, *, pinned: bool = False, content: str = "") -> Read:
-    return Read(memory_id, content, None, [], T0, False, "verbatim", pinned, None)
+def read(
+    memory_id: uuid.UUID, *, pinned: bool = False, content: str = "", repeat_of: uuid.UUID | None = None
+) -> Read:
+    return Read(memory_id, content, None, [], T0, False, "verbatim", pinned, None, 1, repeat_of)
 
 
 def test_fuse_blends_min_max_normalised_scores_with_the_keyword_side_weighing_more() -> None:
