@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ScalarSelect, or_, select, text
+from sqlalchemy import ScalarSelect, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -128,6 +128,32 @@ class UserSettingsService:
             values["allow_dm_recall_in_guilds"] = allow_dm_recall_in_guilds
         async with self._sessionmaker.begin() as session:
             return await upsert_scoped(session, UserSettings, user_id, personality_id, values)
+
+    async def set_fresh(self, user_id: str, on: bool, personality_id: int | None = None) -> bool:
+        """Turn fresh mode on or off for the user, with one personality or with all (which ends what
+        was set for single ones); whether it is on there now. Off with one personality while it is on
+        with all is an exception for that one."""
+        async with self._sessionmaker.begin() as session:
+            value: bool | None = True if on else None
+            row = await upsert_scoped(session, UserSettings, user_id, personality_id, {"fresh": value})
+            if personality_id is None:
+                await session.execute(
+                    update(UserSettings)
+                    .where(UserSettings.user_id == user_id, UserSettings.personality_id.is_not(None))
+                    .values(fresh=None)
+                )
+            if on or personality_id is None:
+                return bool(row.fresh)
+            rows = (
+                await session.scalars(
+                    select(UserSettings).where(
+                        UserSettings.user_id == user_id, UserSettings.personality_id.is_(None)
+                    )
+                )
+            ).all()
+            if fresh_mode(rows):
+                await upsert_scoped(session, UserSettings, user_id, personality_id, {"fresh": False})
+            return False
 
     async def is_fresh(self, user_id: str, personality_id: int) -> bool:
         """Whether replies of this personality to the user use no long-term memories (`fresh_mode`)."""

@@ -230,16 +230,7 @@ async def recall(
         for m in read:
             if question.holds_answer(said[m.id]):
                 scores[m.id] = scores.get(m.id, 0.0) + ANSWER_KIND_BONUS
-        ranked = sorted(
-            read,
-            key=lambda m: (
-                -round(scores.get(m.id, 0.0) / EQUAL_SCORES),
-                -m.times_said,
-                -m.occurred_at.timestamp(),
-                m.id,
-            ),
-        )
-        hits = one_of_each(pins_first(ranked, about))[:limit]
+        hits = one_of_each(pins_first(by_score(read, scores), about))[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
     pinned_first = {m.id for m in hits if m.pinned and m.id in about}
     return [
@@ -302,6 +293,20 @@ async def _query_vector_and_venue(
 def _relevant(coverage: float, cosine: float, floor: float) -> bool:
     """Whether a memory is about the question (see RELEVANCE_FLOOR)."""
     return coverage >= HALF_THE_CONTENT or coverage + cosine >= floor
+
+
+def by_score(read: Sequence[Read], scores: Mapping[uuid.UUID, float]) -> list[Read]:
+    """Best score first; scores within EQUAL_SCORES are equal: the memory said more often first,
+    then the more recent."""
+    return sorted(
+        read,
+        key=lambda m: (
+            -round(scores.get(m.id, 0.0) / EQUAL_SCORES),
+            -m.times_said,
+            -m.occurred_at.timestamp(),
+            m.id,
+        ),
+    )
 
 
 def one_of_each(ranked: Sequence[Read]) -> list[Read]:
