@@ -244,7 +244,8 @@ async def cmd_memory_used(args: argparse.Namespace, runtime: Runtime) -> None:
         print(f"The reply to message {receipt.answered_message_id} used no long-term memories{gone}.")
         return
     count = len(receipt.memories)
-    print(f"The reply to message {receipt.answered_message_id} used {count} memories{gone}:")
+    used = f"{count} memory" if count == 1 else f"{count} memories"
+    print(f"The reply to message {receipt.answered_message_id} used {used}{gone}:")
     rows = [
         (
             str(m.id),
