@@ -17,6 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from memory.formation.pending import AwaitedReplies
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
@@ -91,6 +92,7 @@ async def bench_memory(
             await index.ensure_collection(embedder.dimension)
             service = MemoryService(
                 db.sessionmaker,
+                awaited=AwaitedReplies(),
                 index=index,
                 embedder=embedder,
                 summarizer=ExchangeSummarizer(llm or LLMClient()),

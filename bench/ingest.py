@@ -39,6 +39,7 @@ from bench.locomo import dev_dialogues
 from bench.recall_sets import Dialogue, synthetic_dialogue
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.formation.importer import TranscriptImporter, read_transcript
+from memory.formation.pending import AwaitedReplies
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient, load_litellm
 from memory.owners.personalities import PersonalityService
@@ -122,6 +123,7 @@ async def form_once(db: BenchDatabase, embedder: Embedder, scenario: Scenario, r
     batch = {} if scenario.batch_size is None else {"batch_size": scenario.batch_size}
     service = MemoryService(
         db.sessionmaker,
+        awaited=AwaitedReplies(),
         index=index,
         embedder=embedder,
         summarizer=ExchangeSummarizer(llm),
@@ -208,6 +210,7 @@ async def import_once(db: BenchDatabase, embedder: Embedder, dialogues: list[Dia
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
     service = MemoryService(
         db.sessionmaker,
+        awaited=AwaitedReplies(),
         index=index,
         embedder=embedder,
         summarizer=ExchangeSummarizer(LLMClient()),

@@ -31,6 +31,7 @@ from bench._common import bench_database, bench_parser, percentile, summarizer_m
 from bench.locomo import DEV_DIR, dev_dialogues
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
 from memory.formation.importer import TranscriptImporter, read_transcript
+from memory.formation.pending import AwaitedReplies
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
@@ -149,6 +150,7 @@ def eval_memory(
     """The product's memory service as the evals measure it: summaries by `cfg` (None: extractive)."""
     return MemoryService(
         sessionmaker,
+        awaited=AwaitedReplies(),
         index=index,
         embedder=embedder,
         summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),

@@ -14,30 +14,36 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.reactions import react_remembered
+from bot.answering import MessageAnswerer
+from bot.reactions import RememberedReaction
 from bot.senders import WebhookSender, can_use_webhooks, plain_header
-from memory.chat.missed import MissedPlace, deserves_answer, last_request, places_to_read, remembered_places
-from memory.chat.routing import Addressee, Route
+from bot.tasks import BackgroundTasks
 from memory.chat.service import (
     MISCONFIGURED_REPLY,
     NO_CHAT_MODEL,
     UNAVAILABLE_REPLY,
+    Addressee,
+    AwaitedReplies,
     ChatReply,
+    ChatService,
+    MissedPlace,
     PreparedReply,
+    Route,
+    deserves_answer,
 )
 
 if TYPE_CHECKING:
-    from bot.cogs.chat import ChatCog
+    from memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
-CATCH_UP_INTERVAL = 300.0
 CATCH_UP_TASK = "chat-memory-catch-up"
 # At most this many messages are read back per place and run; a run after it continues from there.
 HISTORY_LIMIT = 500
@@ -49,12 +55,26 @@ class PendingMemories:
     """Exchanges stored but not remembered (left by a crash, a restart or a failed pass) are formed at
     start-up, then on a timer, and their user messages get the 📝 wherever they were said."""
 
-    def __init__(self, cog: ChatCog) -> None:
-        self.cog = cog
+    def __init__(
+        self,
+        memory: MemoryService,
+        chat: ChatService,
+        reaction: RememberedReaction,
+        tasks: BackgroundTasks,
+        *,
+        interval: float,
+    ) -> None:
+        self._memory = memory
+        self._chat = chat
+        self._reaction = reaction
+        self._tasks = tasks
+        self._interval = interval
         self._task: asyncio.Task[Any] | None = None
 
     def start(self) -> None:
-        self._task = self.cog.tasks.spawn(self._loop(), name=CATCH_UP_TASK)
+        """Start the timer (CATCH_UP_SECONDS; 0: no timer, `personae worker` forms memories instead)."""
+        if self._interval > 0:
+            self._task = self._tasks.spawn(self._loop(), name=CATCH_UP_TASK)
 
     def stop(self) -> None:
         if self._task is not None:
@@ -62,20 +82,12 @@ class PendingMemories:
 
     async def form(self) -> int:
         """Form every pending memory and mark what was remembered; returns how many memories."""
-        memory = self.cog.chat.memory
-        if memory is None:
-            return 0
-        report = await memory.form_pending()
+        report = await self._memory.form_pending()
         if report.memories:
             log.info("Caught up on %d pending memories", report.memories)
-        remembered = await self.remembered_places(report.remembered_message_ids)
-        await react_remembered(self.cog.bot, remembered, self.cog.settings.remembered_reaction)
+        # Looked up in the log: a pass over every conversation names no channel.
+        await self._reaction.add(await self._chat.missed.remembered_places(report.remembered_message_ids))
         return report.memories
-
-    async def remembered_places(self, external_ids: list[str]) -> list[tuple[str, str]]:
-        """(channel id, message id) of what a pass over every conversation remembered: looked up in
-        the log, as FormationReport names no channel."""
-        return await remembered_places(self.cog.sessionmaker, external_ids)
 
     async def _loop(self) -> None:
         while True:
@@ -83,7 +95,7 @@ class PendingMemories:
                 await self.form()
             except Exception:
                 log.exception("Catching up on pending memory formation failed; retrying later")
-            await asyncio.sleep(CATCH_UP_INTERVAL)
+            await asyncio.sleep(self._interval)
 
 
 @dataclass
@@ -96,10 +108,24 @@ class MissedReport:
 
 
 class MissedMessages:
-    """Reads back, for the chat cog, what was said while the bot was offline."""
+    """Reads back what was said while the bot was offline."""
 
-    def __init__(self, cog: ChatCog) -> None:
-        self.cog = cog
+    def __init__(
+        self,
+        client: discord.AutoShardedClient,
+        chat: ChatService,
+        answerer: MessageAnswerer,
+        awaited: AwaitedReplies,
+        tasks: BackgroundTasks,
+        *,
+        reply_minutes: float,
+    ) -> None:
+        self._client = client
+        self._chat = chat
+        self._answerer = answerer
+        self._awaited = awaited
+        self._tasks = tasks
+        self._reply_window = timedelta(minutes=reply_minutes)
         self._lock = asyncio.Lock()
         self._queued = False
 
@@ -109,7 +135,7 @@ class MissedMessages:
         if self._queued:
             return
         self._queued = True
-        self.cog.tasks.spawn(self._run(), name="chat-missed-messages")
+        self._tasks.spawn(self._run(), name="chat-missed-messages")
 
     async def _run(self) -> None:
         async with self._lock:
@@ -119,7 +145,7 @@ class MissedMessages:
     async def read_all(self) -> MissedReport:
         """Read every place; one place failing (deleted, no access) does not stop the others."""
         report = MissedReport()
-        for place in await places_to_read(self.cog.sessionmaker):
+        for place in await self._chat.missed.places_to_read():
             channel = await self._channel(place.channel_id)
             if channel is None:
                 continue
@@ -142,7 +168,7 @@ class MissedMessages:
         """The channel when this process serves it: a guild channel of one of its shards' guilds, or a
         DM when it runs shard 0 (Discord sends every DM there). Another process reads the rest, so two
         bot processes never store or answer the same missed message twice."""
-        bot = self.cog.bot
+        bot = self._client
         channel = bot.get_channel(int(channel_id))
         if channel is None:  # DM channels are not cached after a restart
             try:
@@ -169,65 +195,60 @@ class MissedMessages:
             (m for m in found if place.after_message_id is None or m.id > place.after_message_id),
             key=lambda m: m.id,
         )
-        cog = self.cog
         asked: dict[int, PreparedReply] = {}  # personality id -> the last message stored for it here
         to_answer: dict[tuple[int, int], tuple[discord.Message, Route]] = {}
         stored_here: set[int] = set()
-        unanswered: list[tuple[discord.Message, PreparedReply]] = []
-        window = timedelta(minutes=cog.settings.missed_reply_minutes)
         now = datetime.now(UTC)
         replier: Addressee | None = None
-        for message in missed:
-            # A reply the plain sender split goes on without its header, right after its first part.
-            replier = await self.reply_author(message, channel) or self._continued(message, replier)
-            if replier is not None:
-                answered = await self._store_reply(message, replier, asked, place.channel_id)
-                if answered is not None:
-                    report.replies += 1
-                    # The user it answered needs no answer from this personality now.
-                    to_answer.pop((replier.id, int(answered.request.user_id)), None)
-                continue
-            route = await cog.route(message)
-            if route is None:
-                continue
-            prepared = await cog.chat.store_user_message(cog.request_of(message, route))
-            asked[route.personality.id] = prepared
-            unanswered.append((message, prepared))
-            stored_here.add(prepared.conversation_id)
-            report.stored += 1
-            key = (route.personality.id, message.author.id)
-            if deserves_answer(message.created_at, now=now, window=window):
-                to_answer[key] = (message, route)
-            else:
-                to_answer.pop(key, None)
-        for message, route in to_answer.values():
-            await cog.answer(message, route)  # forms and marks its conversation's memories itself
-            report.answered += 1
-        answering = {m.id for m, _ in to_answer.values()}
-        for message, prepared in unanswered:
-            if message.id not in answering:
-                # Too old to answer late: it joins its author's next answered exchange, not waits.
-                cog.chat.will_not_answer(prepared)
+        # What is stored here is held until the place is done: the messages answered below wait for
+        # their own reply, and the rest join their author's next answered exchange, not an earlier one.
+        with ExitStack() as held:
+            for message in missed:
+                # A reply the plain sender split goes on without its header, right after its first part.
+                replier = await self.reply_author(message, channel) or self._continued(message, replier)
+                if replier is not None:
+                    answered = await self._store_reply(message, replier, asked, place.channel_id)
+                    if answered is not None:
+                        report.replies += 1
+                        # The user it answered needs no answer from this personality now.
+                        to_answer.pop((replier.id, int(answered.request.user_id)), None)
+                    continue
+                route = await self._answerer.route(message)
+                if route is None:
+                    continue
+                request = self._answerer.request_of(message, route)
+                held.enter_context(self._awaited.holding([request.message_id]))
+                prepared = await self._chat.store_user_message(request)
+                asked[route.personality.id] = prepared
+                stored_here.add(prepared.conversation_id)
+                report.stored += 1
+                key = (route.personality.id, message.author.id)
+                if deserves_answer(message.created_at, now=now, window=self._reply_window):
+                    to_answer[key] = (message, route)
+                else:
+                    to_answer.pop(key, None)
+            for message, route in to_answer.values():
+                await self._answerer.answer(message, route)  # forms and marks its conversation's memories
+                report.answered += 1
         for conversation_id in stored_here:
-            formed = await cog.chat.after_reply(conversation_id)
-            remembered = [(place.channel_id, i) for i in formed.remembered_message_ids]
-            await react_remembered(cog.bot, remembered, cog.settings.remembered_reaction)
+            formed = await self._chat.after_reply(conversation_id)
+            await self._answerer.reaction.add((place.channel_id, i) for i in formed.remembered_message_ids)
 
     async def reply_author(
         self, message: discord.Message, channel: discord.abc.Messageable
     ) -> Addressee | None:
         """The personality whose reply this message is: posted through our webhook under its name, or
         by the bot under its name in bold (error notices are not replies)."""
-        names = await self.cog.chat.routing.addressees()
+        names = await self._chat.routing.addressees()
         if message.webhook_id is not None:
-            sender = self.cog.webhook_sender
+            sender = self._answerer.senders.webhook
             if not isinstance(sender, WebhookSender) or not can_use_webhooks(channel):
                 return None
             target = channel.parent if isinstance(channel, discord.Thread) else channel
             if message.webhook_id != await sender.known_webhook_id(target):  # type: ignore[arg-type]
                 return None
             return next((a for a in names if a.display_name[:80] == message.author.name), None)
-        me = self.cog.bot.user
+        me = self._client.user
         if me is None or message.author.id != me.id or _HEADER.match(message.content) is None:
             return None
         for addressee in names:
@@ -238,7 +259,7 @@ class MissedMessages:
         return None
 
     def _continued(self, message: discord.Message, previous: Addressee | None) -> Addressee | None:
-        me = self.cog.bot.user
+        me = self._client.user
         own = me is not None and message.author.id == me.id and message.webhook_id is None
         return previous if own and previous is not None else None
 
@@ -251,12 +272,10 @@ class MissedMessages:
     ) -> PreparedReply | None:
         """Store a reply found in the history as the answer to the message it answers (the last one
         asked of the personality here); returns that message, None when there is none."""
-        chat = self.cog.chat
+        chat = self._chat
         prepared = asked.get(replier.id)
         if prepared is None:
-            request = await last_request(
-                self.cog.sessionmaker, personality_id=replier.id, channel_id=channel_id
-            )
+            request = await chat.missed.last_request(personality_id=replier.id, channel_id=channel_id)
             if request is None:
                 return None
             prepared = await chat.store_user_message(request)  # stored already: nothing changes

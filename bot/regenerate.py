@@ -1,36 +1,35 @@
 """The 🔄 button on a personality's reply: the model answers the same message again, in place.
 
 The button is a DynamicItem: its custom id names the conversation and the message answered, so it works
-after a restart without any view kept in memory. Pressing it: memory.chat.regenerate checks that this
-user was the one answered (others are refused privately) and that the reply is still the
-conversation's latest (an older reply's button is taken off, and the presser told why); then the bot
-thinks (privately, for the presser), answers again, and the new answer replaces the old one where it
-is (the webhook's message edited, or the bot's own in a DM; all of its parts when it was split). Then
-the exchange is remembered anew from the answer that stays, as after any reply.
+after a restart without any view kept in memory. A press is an event (REGENERATE_EVENT) that the chat
+cog answers with `answer_again`: memory.chat.regenerate checks that this user was the one answered
+(others are refused privately) and that the reply is still the conversation's latest (an older reply's
+button is taken off, and the presser told why); then the bot thinks (privately, for the presser) and
+one chat turn answers again, its reply put where the old one is (`InPlaceDelivery`: the webhook's
+message edited, or the bot's own in a DM; all of its parts when it was split). The exchange is then
+remembered anew from the answer that stays, as after any reply.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import discord
 
-from bot.senders import sent_parts
-from memory.chat.regenerate import NotLatestReplyError
-from memory.chat.turns import ChatReply, PreparedReply
+from bot.reactions import RememberedReaction
+from bot.senders import ReplySender, ReplySenders, sent_parts
+from memory.chat.service import ChatReply, ChatService, NotLatestReplyError, PreparedReply, ReplyDelivery
 from memory.errors import UserFacingError
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from bot.cogs.chat import ChatCog
 
 log = logging.getLogger(__name__)
 
 TEMPLATE = r"personae:regen:(?P<conversation>[0-9]+):(?P<message>[0-9]+)"
 FAILED = "Sorry, I couldn't regenerate that reply just now; the problem has been logged."
+# The event a press dispatches (listeners are `on_` + this), answered by whoever answers replies.
+REGENERATE_EVENT = "regenerate_pressed"
 
 
 class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=re.compile(TEMPLATE)):
@@ -54,11 +53,7 @@ class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=
         return cls(int(match["conversation"]), match["message"])
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        cog = interaction.client.get_cog("ChatCog")
-        if cog is None:  # the chat extension is not loaded: nothing can answer
-            await interaction.response.send_message(FAILED, ephemeral=True)
-            return
-        await regenerate(cog, interaction, self.conversation_id, self.message_id)
+        interaction.client.dispatch(REGENERATE_EVENT, interaction, self.conversation_id, self.message_id)
 
 
 def regenerate_view(prepared: PreparedReply) -> discord.ui.View:
@@ -69,14 +64,52 @@ def regenerate_view(prepared: PreparedReply) -> discord.ui.View:
     return view
 
 
-async def regenerate(
-    cog: ChatCog, interaction: discord.Interaction[Any], conversation_id: int, message_id: str
+class InPlaceDelivery(ReplyDelivery):
+    """The new answer where the old reply is; the presser's "thinking…" goes once it is in place, or
+    says why the old answer stays."""
+
+    def __init__(
+        self, interaction: discord.Interaction[Any], sender: ReplySender, reaction: RememberedReaction
+    ) -> None:
+        self._interaction = interaction
+        self._sender = sender
+        self._reaction = reaction
+
+    async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
+        if not reply.ok:  # the model failed: the old answer stays, and the notice says why
+            await self._interaction.edit_original_response(content=reply.text)
+            return []
+        personality = reply.prepared.personality
+        sent = await self._sender.replace(
+            self._interaction.channel,  # type: ignore[arg-type]  # a component's channel takes messages
+            [int(i) for i in reply.prepared.request.replaces],
+            reply.text,
+            name=personality.display_name,
+            avatar_url=personality.avatar_url,
+            view=regenerate_view(reply.prepared),
+        )
+        await self._interaction.delete_original_response()
+        return sent_parts(sent, reply.text, name=personality.display_name)
+
+    async def remembered(self, message_ids: Sequence[str]) -> None:
+        channel_id = str(self._interaction.channel_id or "")
+        await self._reaction.add((channel_id, i) for i in message_ids)
+
+
+async def answer_again(
+    interaction: discord.Interaction[Any],
+    conversation_id: int,
+    message_id: str,
+    *,
+    chat: ChatService,
+    senders: ReplySenders,
+    reaction: RememberedReaction,
 ) -> None:
-    """Answer the message again for the user who pressed, replacing its reply; refusals are private."""
-    regenerator = cog.chat.regenerate
-    user_id = str(interaction.user.id)
+    """The press of a 🔄: answered again in place when allowed; refusals are private."""
     try:
-        await regenerator.check(conversation_id=conversation_id, message_id=message_id, user_id=user_id)
+        request = await chat.request_again(
+            conversation_id=conversation_id, message_id=message_id, user_id=str(interaction.user.id)
+        )
     except NotLatestReplyError as error:
         # An older reply's button goes once pressed, and the presser reads why.
         await interaction.response.edit_message(view=None)
@@ -86,37 +119,19 @@ async def regenerate(
         await interaction.response.send_message(str(error), ephemeral=True)
         return
     await interaction.response.defer(ephemeral=True, thinking=True)  # the model takes a while
-
-    async def put_in_place(reply: ChatReply, old_ids: Sequence[str]) -> list[tuple[str, str]]:
-        personality = reply.prepared.personality
-        clicked = interaction.message
-        sender = cog.webhook_sender if clicked is not None and clicked.webhook_id else cog.plain_sender
-        sent = await sender.replace(
-            interaction.channel,  # type: ignore[arg-type]  # a component's channel takes messages
-            [int(i) for i in old_ids],
-            reply.text,
-            name=personality.display_name,
-            avatar_url=personality.avatar_url,
-            view=regenerate_view(reply.prepared),
-        )
-        return sent_parts(sent, reply.text, name=personality.display_name)
-
+    clicked = interaction.message
+    sender = senders.that_sent(clicked) if clicked is not None else senders.plain
     try:
-        reply = await regenerator.regenerate(
-            conversation_id=conversation_id, message_id=message_id, user_id=user_id, put_in_place=put_in_place
-        )
-    except UserFacingError as error:  # a newer reply came in while the model wrote, say
-        await interaction.edit_original_response(content=str(error))
-        return
-    except Exception:
-        log.exception("Regenerating the reply to %s in conversation %s failed", message_id, conversation_id)
-        await interaction.edit_original_response(content=FAILED)
-        return
-    if not reply.ok:  # the model failed: the old answer stays, and the notice says why
-        await interaction.edit_original_response(content=reply.text)
-        return
-    await interaction.delete_original_response()
-    cog.tasks.spawn(
-        cog.after_reply(interaction.channel_id or 0, conversation_id),
-        name=f"after-regenerate-{conversation_id}-{message_id}",
-    )
+        await chat.answer(request, InPlaceDelivery(interaction, sender, reaction))
+    except Exception as error:
+        if isinstance(error, UserFacingError):  # a newer reply came in while the model wrote, say
+            text = str(error)
+        else:
+            log.exception(
+                "Regenerating the reply to %s in conversation %s failed", message_id, conversation_id
+            )
+            text = FAILED
+        try:
+            await interaction.edit_original_response(content=text)
+        except discord.HTTPException as exc:  # the "thinking…" is gone once the answer was put in place
+            log.warning("Could not tell the presser of a 🔄 why it failed: %s", exc)

@@ -34,6 +34,7 @@ from models.migrate import upgrade_database
 if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch) and happens on demand
     from memory.chat.service import ChatService
     from memory.formation.importer import TranscriptImporter
+    from memory.formation.pending import AwaitedReplies
     from memory.llm import LLMClient
     from memory.recall.embedders import Embedder
     from memory.service import MemoryService
@@ -66,6 +67,7 @@ class Runtime(Core):
     memory: MemoryService
     importer: TranscriptImporter
     chat: ChatService
+    awaited: AwaitedReplies
 
 
 async def database_url(settings: BotSettings) -> str:
@@ -121,6 +123,7 @@ async def open_memory_services(
     from memory.chat.rolling import RollingSummarizer
     from memory.chat.service import ChatService
     from memory.formation.importer import TranscriptImporter
+    from memory.formation.pending import AwaitedReplies
     from memory.formation.summarizer import ExchangeSummarizer
     from memory.llm import LLMClient
     from memory.recall.embedders import make_embedder
@@ -140,6 +143,8 @@ async def open_memory_services(
             max_concurrency_per_provider=settings.llm_concurrency_per_provider,
             max_retries=settings.llm_max_retries,
         )
+        # The messages being answered: the chat turns hold them, formation leaves them to their reply.
+        awaited = AwaitedReplies()
         memory = MemoryService(
             core.sessionmaker,
             index=index,
@@ -152,6 +157,7 @@ async def open_memory_services(
                 input_tokens=settings.summarizer_input_tokens,
             ),
             models=core.models,
+            awaited=awaited,
             min_summarize_tokens=settings.min_summarize_tokens,
         )
         chat = ChatService(
@@ -160,6 +166,7 @@ async def open_memory_services(
             memory=memory,
             rolling=RollingSummarizer.from_settings(core.sessionmaker, llm, settings),
             models=core.models,
+            awaited=awaited,
             context_share=settings.context_share,
             memory_context_share=settings.memory_context_share,
             recall_limit=settings.recall_limit,
@@ -178,6 +185,7 @@ async def open_memory_services(
             memory=memory,
             importer=TranscriptImporter(core.sessionmaker, memory.formation),
             chat=chat,
+            awaited=awaited,
         )
     finally:
         await index.close()

@@ -240,24 +240,39 @@ def can_use_webhooks(channel: discord.abc.Messageable) -> bool:
     return me is not None and target.permissions_for(me).manage_webhooks
 
 
-async def send_as(
-    channel: discord.abc.Messageable,
-    text: str,
-    *,
-    name: str,
-    avatar_url: str | None,
-    webhook: ReplySender,
-    plain: ReplySender,
-    view: discord.ui.View | None = None,
-) -> list[discord.Message]:
-    """Send as the personality: by webhook where allowed, else (or when refused) as the bot."""
-    if not can_use_webhooks(channel):
-        return await plain.send(channel, text, name=name, avatar_url=avatar_url, view=view)
-    try:
-        return await webhook.send(channel, text, name=name, avatar_url=avatar_url, view=view)
-    except discord.Forbidden:
-        log.warning("Webhook refused in %s; answering as the bot", getattr(channel, "id", "?"))
-        return await plain.send(channel, text, name=name, avatar_url=None, view=view)
+class ReplySenders:
+    """The bot's two ways into a channel, one of each for the whole bot: its webhook where it may manage
+    webhooks, else its own messages (a DM, a missing permission, a refused webhook)."""
+
+    def __init__(self, webhook: ReplySender, plain: ReplySender) -> None:
+        self.webhook = webhook
+        self.plain = plain
+
+    @classmethod
+    def for_bot(cls, bot_user: discord.ClientUser | None) -> ReplySenders:
+        return cls(WebhookSender(webhook_name(bot_user)), PlainSender())
+
+    async def send_as(
+        self,
+        channel: discord.abc.Messageable,
+        text: str,
+        *,
+        name: str,
+        avatar_url: str | None,
+        view: discord.ui.View | None = None,
+    ) -> list[discord.Message]:
+        """Send as the personality: by webhook where allowed, else (or when refused) as the bot."""
+        if not can_use_webhooks(channel):
+            return await self.plain.send(channel, text, name=name, avatar_url=avatar_url, view=view)
+        try:
+            return await self.webhook.send(channel, text, name=name, avatar_url=avatar_url, view=view)
+        except discord.Forbidden:
+            log.warning("Webhook refused in %s; answering as the bot", getattr(channel, "id", "?"))
+            return await self.plain.send(channel, text, name=name, avatar_url=None, view=view)
+
+    def that_sent(self, message: discord.Message) -> ReplySender:
+        """The sender that posted this reply: only it can edit it."""
+        return self.webhook if message.webhook_id else self.plain
 
 
 def sent_parts(sent: Sequence[discord.Message], text: str, *, name: str) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from memory.formation import corrections, forming, steering
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.corrections import MAX_CORRECTION_CHARS
 from memory.formation.forming import FormationReport, MemoryFormation
+from memory.formation.pending import AwaitedReplies
 from memory.formation.resummarize import resummarize
 from memory.formation.stats import MemoryStats, ModeStats, memory_stats
 from memory.formation.steering import RememberReport
@@ -113,6 +114,7 @@ class MemoryService:
         embedder: Embedder,
         summarizer: ExchangeSummarizer,
         models: ModelConfigResolver,
+        awaited: AwaitedReplies,
         min_summarize_tokens: int = 40,
         batch_size: int = 64,
     ) -> None:
@@ -123,6 +125,7 @@ class MemoryService:
             self._store,
             summarizer,
             models,
+            awaited=awaited,
             min_summarize_tokens=min_summarize_tokens,
             batch_size=batch_size,
         )

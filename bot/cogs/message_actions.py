@@ -15,7 +15,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.command_options import Interaction, user_id_of
-from bot.reactions import react_remembered
+from bot.reactions import RememberedReaction
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
@@ -48,11 +48,8 @@ class MessageActions(commands.Cog):
         )
         # The 📝 of what formation just remembered, as after a reply (none while incognito: none formed).
         channel = str(message.channel.id)
-        await react_remembered(
-            self.bot,
-            [(channel, i) for i in report.remembered_message_ids],
-            runtime.settings.remembered_reaction,
-        )
+        reaction = RememberedReaction(self.bot, runtime.settings.remembered_reaction)
+        await reaction.add((channel, i) for i in report.remembered_message_ids)
         await interaction.followup.send(
             "Remembered and pinned: it will be recalled ahead of other memories when it matters. "
             "See it with `/memory browse`.",

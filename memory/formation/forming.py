@@ -81,6 +81,7 @@ class MemoryFormation:
         summarizer: ExchangeSummarizer,
         models: ModelConfigResolver,
         *,
+        awaited: AwaitedReplies,
         min_summarize_tokens: int,
         batch_size: int,
     ) -> None:
@@ -93,7 +94,7 @@ class MemoryFormation:
         self._held: Counter[int] = Counter()
         self._asked: set[int] = set()
         # Messages whose reply the chat service of this process is writing (see AwaitedReplies).
-        self.awaited = AwaitedReplies()
+        self.awaited = awaited
         # Batches summarized while one is written (memory.formation.pipeline); 0: one after the other.
         self.batches_ahead = AHEAD
 

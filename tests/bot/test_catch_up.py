@@ -112,7 +112,7 @@ async def test_replies_found_in_the_history_are_stored_not_sent_again(
     await dpytest.set_permission_overrides(hooked.guild.default_role, hooked, manage_webhooks=True)
     webhook = fake_webhook([])
     webhook.id = 4242
-    sender = cog.webhook_sender
+    sender = cog.senders.webhook
     assert isinstance(sender, WebhookSender)
     sender._webhooks[hooked.id] = webhook
     for channel in (plain, hooked):
@@ -149,7 +149,7 @@ async def test_memories_formed_by_the_periodic_pass_get_their_reaction(
     message = await say("Lilith, remember the lighthouse on Friday.", channel=0)
     bot.http.add_reaction.assert_not_awaited()
     monkeypatch.setattr(memory, "form_pending", real_form)
-    assert await cog.catch_up() == 1
+    assert await cog.pending.form() == 1
     bot.http.add_reaction.assert_awaited_once_with(message.channel.id, message.id, "📝")
 
 
@@ -181,7 +181,7 @@ async def test_what_was_said_incognito_while_offline_is_never_remembered_though_
     config = dpytest.get_config()
     garden, alice = config.channels[0], config.members[0]
     await bind(runtime, lilith, garden)
-    await stored_before(runtime, lilith, garden, alice, "Lilith, I'm off to the market.")
+    market = await stored_before(runtime, lilith, garden, alice, "Lilith, I'm off to the market.")
     # Incognito with Lilith for an hour, from 2h30 to 1h30 ago: over long before the bot is back.
     then = datetime.now(UTC) - timedelta(hours=2, minutes=30)
     await IncognitoService(runtime.sessionmaker, clock=lambda: then).start(
@@ -196,7 +196,8 @@ async def test_what_was_said_incognito_while_offline_is_never_remembered_though_
     excluded = {m.external_id: m.memory_excluded for m in await rows(runtime)}
     assert excluded[str(secret)] == "incognito" and excluded[str(recent)] is None
     [memory] = await remembered(runtime.user_settings, str(alice.id))
-    assert memory["source_message_ids"] == [str(recent), str(reply.id)]
+    # What Alice said before the span joins her next answered exchange; what she said in it, nothing.
+    assert memory["source_message_ids"] == [str(market), str(recent), str(reply.id)]
     assert "4921" not in json.dumps(memory)
     assert recent in reacted(bot) and secret not in reacted(bot)
     assert (await runtime.memory.form_pending()).memories == 0  # a later pass adds nothing

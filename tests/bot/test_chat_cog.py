@@ -174,7 +174,7 @@ async def test_failed_formation_adds_no_reaction_and_is_retried(
     bot.http.add_reaction.assert_not_awaited()
     # The catch-up pass (on start and on a timer) forms it later; the message was never marked done.
     monkeypatch.setattr(memory, "form_pending", real_form)
-    assert await cog.catch_up() == 1
+    assert await cog.pending.form() == 1
     assert str(user_message.id) in [
         i
         for m in await remembered(runtime.user_settings, str(user_message.author.id))
@@ -186,7 +186,7 @@ async def test_no_reaction_when_disabled(
     bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality
 ) -> None:
     bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
-    cog.settings = cog.settings.model_copy(update={"remembered_reaction": ""})
+    cog.reaction.emoji = ""
     user_message = await say("Lilith, remember this quietly.", channel=0)
     bot.http.add_reaction.assert_not_awaited()
     # Remembered all the same: only the reaction is off.
@@ -203,7 +203,7 @@ async def test_webhook_path_and_reply_routing(
     assert channel.permissions_for(channel.guild.me).manage_webhooks
     ids: list[int] = []
     webhook = fake_webhook(ids)
-    sender = cog.webhook_sender
+    sender = cog.senders.webhook
     assert isinstance(sender, WebhookSender)
     sender._webhooks[channel.id] = webhook
     await say("Lilith, hello", channel=channel)

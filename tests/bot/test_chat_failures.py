@@ -51,7 +51,7 @@ async def test_a_database_error_after_storing_is_a_short_notice(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     lost = OperationalError("SELECT messages", {}, ConnectionResetError("connection lost"))
-    monkeypatch.setattr(cog.chat, "build_prompt", AsyncMock(side_effect=lost))
+    monkeypatch.setattr(cog.chat, "_build_prompt", AsyncMock(side_effect=lost))
     await say("Lilith, remember the seeds.", channel=0)
     [notice] = sent_messages()
     assert notice.content == FAILURE_NOTICE
@@ -85,7 +85,7 @@ async def test_a_webhook_reply_that_begins_in_bold_is_stored_whole(
     channel = dpytest.get_config().channels[0]
     await dpytest.set_permission_overrides(channel.guild.default_role, channel, manage_webhooks=True)
     webhook = fake_webhook([])
-    sender = cog.webhook_sender
+    sender = cog.senders.webhook
     assert isinstance(sender, WebhookSender)
     sender._webhooks[channel.id] = webhook
     await say("Lilith, what's the plan?", channel=channel)

@@ -15,6 +15,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
+from memory.formation.pending import AwaitedReplies
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
@@ -97,6 +98,7 @@ def make_service(
 ) -> MemoryService:
     return MemoryService(
         sessionmaker,
+        awaited=AwaitedReplies(),
         index=index,
         embedder=embedder,
         summarizer=ExchangeSummarizer(

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bench.recall_quality import evidence_recall, measure
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
 from memory.formation.importer import TranscriptImporter
+from memory.formation.pending import AwaitedReplies
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver
@@ -63,6 +64,7 @@ async def test_the_harness_imports_a_transcript_and_scores_recall(
     index = EdgeVectorIndex(tmp_path / "qdrant")
     service = MemoryService(
         sessionmaker,
+        awaited=AwaitedReplies(),
         index=index,
         embedder=embedder,
         summarizer=ExchangeSummarizer(LLMClient()),
