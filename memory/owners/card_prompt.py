@@ -16,13 +16,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from memory.errors import InvalidInputError
 from memory.owners.personality_fields import DEFAULT_PROMPT, MAX_PROMPT_LENGTH
 
-if TYPE_CHECKING:
-    from memory.owners.cards import CardFields
+
+class CardText(Protocol):
+    """What the prompt is composed from: these fields of a card (memory.owners.cards.CardFields)."""
+
+    @property
+    def description(self) -> str: ...
+    @property
+    def personality(self) -> str: ...
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def system_prompt(self) -> str: ...
+    @property
+    def mes_example(self) -> str: ...
+
 
 _CHAR = re.compile(r"\{\{char\}\}|<BOT>", re.IGNORECASE)
 _USER_SPEAKING = re.compile(r"^([ \t]*)(?:\{\{user\}\}|<USER>):", re.IGNORECASE | re.MULTILINE)
@@ -58,7 +71,7 @@ def example_dialogues(mes_example: str, name: str) -> list[str]:
     return [block for block in blocks if block]
 
 
-def compose_prompt(fields: CardFields, name: str, limit: int = MAX_PROMPT_LENGTH) -> ComposedPrompt:
+def compose_prompt(fields: CardText, name: str, limit: int = MAX_PROMPT_LENGTH) -> ComposedPrompt:
     """The system prompt the card makes for a personality called `name`."""
     described = [
         fill_macros(fields.description, name),
