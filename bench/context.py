@@ -14,7 +14,6 @@ history so the budget has work to do.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import time
 from collections.abc import Sequence
@@ -23,13 +22,8 @@ from datetime import UTC, datetime, timedelta
 
 from bench._common import bench_memory, bench_parser, load_average, percentile, spread
 from bench.recall import QUERIES, load
-from memory.chat.rolling import RollingSummarizer
 from memory.chat.service import ChatReply, ChatRequest, ChatService
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.llm import LLMClient
-from memory.owners.bindings import BindingService
-from memory.owners.model_configs import ModelConfigResolver
-from memory.owners.personalities import PersonalityService
 from memory.tokens import count_tokens
 from memory.types import MessageRole
 from testkit.chat import ReplyRecorder
@@ -87,38 +81,29 @@ class PromptTimer(ReplyRecorder):
 
 
 async def run(memories: int, messages: int, users: int, passes: int) -> None:
-    llm = LLMClient()
     count_tokens("warm up the tokenizer", MODEL)
-    none = ModelConfigResolver.none()
     async with (
         LLMTestServer(responder=lambda body: REPLY) as server,
-        bench_memory("context", llm=llm, optimize_after=memories + 1) as memory,
-    ):
         # The chat model's tokenizer and window, its calls answered at once by the test server.
-        chat_models = ModelConfigResolver(
-            chat_defaults=dataclasses.replace(
-                none.chat_defaults, model=MODEL, api_base=server.base_url, api_key="bench"
-            ),
-            summarizer_defaults=none.summarizer_defaults,
-        )
-        db, service = memory.db, memory.service
-        personality, _ = await PersonalityService(db.sessionmaker).create(
+        bench_memory(
+            "context",
+            optimize_after=memories + 1,
+            chat_model=MODEL,
+            chat_api_base=server.base_url,
+            chat_api_key="bench",
+        ) as memory,
+    ):
+        db = memory.db
+        personality, _ = await memory.personalities.create(
             "bench", prompt="You are Bench, a patient listener. " * 20, memory_mode="summarized"
         )
         t = time.perf_counter()
         await load(memory, personality.id, memories, lambda number: f"user{number % users}")
         await memory.index.optimize()
         print(f"loaded {memories:,} memories ({users} users) in {time.perf_counter() - t:.1f} s")
-        chat = ChatService(
-            db.sessionmaker,
-            llm=llm,
-            memory=service,
-            rolling=RollingSummarizer(db.sessionmaker, llm),
-            models=chat_models,
-            awaited=service.formation.awaited,
-        )
+        chat = memory.services.chat
         await prefill(chat, db.sessionmaker, personality.id, users)
-        bindings = BindingService(db.sessionmaker)
+        bindings = memory.bindings
         for channel in range(0, CHANNELS, 2):  # half the channels bound, half addressed by name
             await bindings.bind(
                 personality_id=personality.id, channel_id=f"c{channel}", guild_id="g1", user_id="a"

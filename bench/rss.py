@@ -53,16 +53,10 @@ def _load(url: str, data_dir: str, memories: int, users: int) -> None:
 
 
 async def _load_async(url: str, data_dir: Path, memories: int, users: int) -> None:
-    from bench._common import BenchDatabase, BenchMemory
+    from bench._common import BenchDatabase, BenchMemory, bench_services
     from bench.recall import load
-    from memory.formation.pending import AwaitedReplies
-    from memory.formation.summarizer import ExchangeSummarizer
-    from memory.llm import LLMClient
-    from memory.owners.model_configs import ModelConfigResolver
-    from memory.owners.personalities import PersonalityService
     from memory.recall.edge import EdgeVectorIndex
     from memory.recall.local_embedder import LocalEmbedder
-    from memory.service import MemoryService
     from models.database import create_engine, create_sessionmaker
 
     engine = create_engine(url)
@@ -71,18 +65,9 @@ async def _load_async(url: str, data_dir: Path, memories: int, users: int) -> No
     try:
         await index.ensure_collection(embedder.dimension)
         db = BenchDatabase(engine=engine, sessionmaker=create_sessionmaker(engine), workdir=data_dir)
-        service = MemoryService(
-            db.sessionmaker,
-            awaited=AwaitedReplies(),
-            index=index,
-            embedder=embedder,
-            summarizer=ExchangeSummarizer(LLMClient()),
-            models=ModelConfigResolver.none(),
-        )
-        personality, _ = await PersonalityService(db.sessionmaker).create(BENCH, memory_mode="summarized")
-        await load(
-            BenchMemory(db, index, embedder, service), personality.id, memories, lambda n: f"user{n % users}"
-        )
+        memory = BenchMemory(db, index, embedder, bench_services(db, index=index, embedder=embedder))
+        personality, _ = await memory.personalities.create(BENCH, memory_mode="summarized")
+        await load(memory, personality.id, memories, lambda n: f"user{n % users}")
         await index.optimize()
     finally:
         await index.close()

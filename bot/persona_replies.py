@@ -1,25 +1,18 @@
-"""The text of /persona's replies, and the persona line of /memory status (Discord markdown)."""
+"""The text of /persona's replies (Discord markdown)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.replies import excerpt
+from bot.replies import who
 
 if TYPE_CHECKING:
     from models import Persona, Personality
 
-NO_PERSONA = "none (`/persona set` tells the personalities who you are)"
-
 
 def _scope(p: Personality | None) -> str:
     return f"for **{p.display_name}**" if p else "for every personality"
-
-
-def _who(persona: Persona) -> str:
-    """**Name** (pronouns)"""
-    return f"**{persona.name}**" + (f" ({persona.pronouns})" if persona.pronouns else "")
 
 
 def persona_card(persona: Persona, p: Personality | None) -> str:
@@ -53,7 +46,7 @@ def persona_shown(
         text = f"You have no persona {_scope(p)}. Set one with `/persona set`."
     if others:
         text += "\nFor single personalities: " + ", ".join(
-            f"{_who(persona)} with {personality.display_name}" for persona, personality in others
+            f"{who(persona)} with {personality.display_name}" for persona, personality in others
         )
     return text
 
@@ -63,14 +56,5 @@ def persona_cleared(p: Personality | None, removed: bool, general: Persona | Non
         return f"You have no persona {_scope(p)}; nothing to clear."
     text = f"Cleared your persona {_scope(p)}."
     if p is not None and general is not None:
-        text += f" {p.display_name} will know you by your global persona, {_who(general)}."
+        text += f" {p.display_name} will know you by your global persona, {who(general)}."
     return text
-
-
-def persona_status(persona: Persona | None) -> str:
-    """The persona line of /memory status: the effective persona (of a personality, or the global one)."""
-    if persona is None:
-        return f"Persona: {NO_PERSONA}"
-    scope = "every personality" if persona.personality_id is None else "this personality"
-    about = f": {excerpt(persona.about, 80)}" if persona.about else ""
-    return f"Persona: {_who(persona)}, set for {scope}{about}"

@@ -8,12 +8,9 @@ from typing import TYPE_CHECKING
 from memory.types import MemoryMode
 
 if TYPE_CHECKING:
-    from memory.formation.forming import FormationReport
-    from memory.formation.stats import MemoryStats
     from memory.owners.incognito import IncognitoSpan
-    from memory.recall.search import RecalledMemory
-    from memory.types import ModelConfig
-    from models import LLMConfig, Personality, UserSettings
+    from memory.service import BrowsedMemory, FormationReport, MemoryStats, MemoryStatus
+    from models import LLMConfig, Persona, Personality, UserSettings
 
 DISCORD_LIMIT = 2000
 EXCERPT_CHARS = 160
@@ -21,6 +18,12 @@ PROMPT_PREVIEW_CHARS = 300
 LIST_LIMIT = 50
 # A user's memory setting: inherited from the wider scope (None), on or off.
 MEMORY_STATE = {None: "inherited", True: "on", False: "off"}
+NO_PERSONA = "none (`/persona set` tells the personalities who you are)"
+
+
+def who(persona: Persona) -> str:
+    """**Name** (pronouns)"""
+    return f"**{persona.name}**" + (f" ({persona.pronouns})" if persona.pronouns else "")
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -44,21 +47,26 @@ def _storage_lines(stats: MemoryStats) -> list[str]:
     ]
 
 
-def personality_status(
-    p: Personality,
-    mode: MemoryMode | None,
-    source: str,
-    summarizer: ModelConfig | None,
-    title: str | None,
-    stats: MemoryStats,
-) -> str:
+def memory_status(status: MemoryStatus) -> str:
+    """/memory status: with one personality or with all, then incognito and the persona."""
+    if status.personality is None:
+        text = overall_status(status.general_settings, status.stats)
+    else:
+        text = personality_status(status)
+    return "\n".join([text, incognito_status(status.incognito), persona_status(status.persona)])
+
+
+def personality_status(status: MemoryStatus) -> str:
     """/memory status for one personality: the effective mode and who set it, the model, storage."""
+    p, mode, source, stats = status.personality, status.mode, status.mode_set_by, status.stats
+    assert p is not None
     lines = [f"**{p.display_name}** and you", f"Memory: {'on' if mode else 'off'} (set by {source})"]
     if mode is not None:
         lines.append(f"Stored as: {mode} (set by {source})")
+    summarizer = status.summarizer
     lines.append(f"Summarizer model: {summarizer.model if summarizer else 'none (extractive summaries)'}")
-    if title:
-        lines.append(f"Conversation here: {title}")
+    if status.conversation_title:
+        lines.append(f"Conversation here: {status.conversation_title}")
     lines.extend(_storage_lines(stats))
     lines.append(f"Pending: {stats.pending_messages} messages waiting to become memories")
     return "\n".join(lines)
@@ -136,12 +144,12 @@ def settings_saved(p: Personality | None, row: UserSettings) -> str:
     )
 
 
-def search_results(query: str, found: Sequence[tuple[RecalledMemory, Personality]]) -> str:
+def search_results(query: str, found: Sequence[BrowsedMemory]) -> str:
     if not found:
         return "No memories match that."
     lines = [f"Your memories matching “{excerpt(query, 60)}”:"]
-    for m, p in found:
-        lines.append(f"`{m.id}` {m.occurred_at:%Y-%m-%d}, {p.display_name}: {excerpt(m.content)}")
+    for m in found:
+        lines.append(f"`{m.id}` {m.occurred_at:%Y-%m-%d}, {m.personality_name}: {excerpt(m.content)}")
     lines.append("Forget one with `/memory forget memory:<id>`.")
     return "\n".join(lines)[:DISCORD_LIMIT]
 
@@ -235,3 +243,12 @@ def resummarize_report(p: Personality, report: FormationReport) -> str:
         f"{report.extractive} left as they were (summarizer unavailable), "
         f"{report.fidelity_misses} kept their original text for fidelity."
     )
+
+
+def persona_status(persona: Persona | None) -> str:
+    """The persona line of /memory status: the effective persona (of a personality, or the global one)."""
+    if persona is None:
+        return f"Persona: {NO_PERSONA}"
+    scope = "every personality" if persona.personality_id is None else "this personality"
+    about = f": {excerpt(persona.about, 80)}" if persona.about else ""
+    return f"Persona: {who(persona)}, set for {scope}{about}"

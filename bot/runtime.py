@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch)
     from memory.formation.pending import AwaitedReplies
     from memory.llm import LLMClient
     from memory.recall.embedders import Embedder
+    from memory.recall.index import VectorIndex
     from memory.service import MemoryService
 
 
@@ -111,6 +112,29 @@ async def open_core(settings: BotSettings) -> AsyncIterator[Core]:
         await engine.dispose()
 
 
+def build_runtime(core: Core, *, index: VectorIndex, embedder: Embedder, llm: LLMClient) -> Runtime:
+    """The Core and the memory and chat services over it, on an open index (memory.wiring)."""
+    from memory.wiring import wire_memory_services
+
+    services = wire_memory_services(
+        core.settings,
+        core.sessionmaker,
+        models=core.models,
+        index=index,
+        embedder=embedder,
+        llm=llm,
+        user_settings=core.user_settings,
+        incognito=core.incognito,
+        personas=core.personas,
+    )
+    # A personality created, renamed or deleted here is routable (or not) from the next message on.
+    core.personalities.subscribe(services.chat.routing.invalidate)
+    return Runtime(
+        **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
+        **{field.name: getattr(services, field.name) for field in dataclasses.fields(services)},
+    )
+
+
 @asynccontextmanager
 async def open_memory_services(
     core: Core, *, embedder: Embedder | None = None, rebuild_index: bool = False
@@ -120,15 +144,9 @@ async def open_memory_services(
     rebuild_index: a damaged embedded index is started empty (a full reindex refills it) instead of
     refusing to open with a line that names `personae reindex`.
     """
-    from memory.chat.rolling import RollingSummarizer
-    from memory.chat.service import ChatService
-    from memory.formation.importer import TranscriptImporter
-    from memory.formation.pending import AwaitedReplies
-    from memory.formation.summarizer import ExchangeSummarizer
     from memory.llm import LLMClient
+    from memory.recall.backends import open_vector_index
     from memory.recall.embedders import make_embedder
-    from memory.recall.index import open_vector_index
-    from memory.service import MemoryService
 
     settings = core.settings
     api_key = settings.qdrant_api_key
@@ -139,54 +157,23 @@ async def open_memory_services(
         rebuild_if_damaged=rebuild_index,
     )
     try:
-        llm = LLMClient(
-            max_concurrency_per_provider=settings.llm_concurrency_per_provider,
-            max_retries=settings.llm_max_retries,
-        )
-        # The messages being answered: the chat turns hold them, formation leaves them to their reply.
-        awaited = AwaitedReplies()
-        memory = MemoryService(
-            core.sessionmaker,
+        runtime = build_runtime(
+            core,
             index=index,
             embedder=embedder
             or make_embedder(settings.embedding_model, api_base=settings.embedding_api_base),
-            summarizer=ExchangeSummarizer(
-                llm,
-                max_tokens=settings.summary_max_tokens,
-                min_tokens=settings.summary_min_tokens,
-                input_tokens=settings.summarizer_input_tokens,
+            llm=LLMClient(
+                max_concurrency_per_provider=settings.llm_concurrency_per_provider,
+                max_retries=settings.llm_max_retries,
             ),
-            models=core.models,
-            awaited=awaited,
-            min_summarize_tokens=settings.min_summarize_tokens,
         )
-        chat = ChatService(
-            core.sessionmaker,
-            llm=llm,
-            memory=memory,
-            rolling=RollingSummarizer.from_settings(core.sessionmaker, llm, settings),
-            models=core.models,
-            awaited=awaited,
-            context_share=settings.context_share,
-            memory_context_share=settings.memory_context_share,
-            recall_limit=settings.recall_limit,
-        )
-        # A personality created, renamed or deleted here is routable (or not) from the next message on.
-        core.personalities.subscribe(chat.routing.invalidate)
-        if not rebuild_index and (lost := await memory.lost_from_index()):
+        if not rebuild_index and (lost := await runtime.memory.lost_from_index()):
             log.warning(
                 "The vector index is empty but PostgreSQL holds %d indexed memories: recall finds "
                 "nothing until `personae reindex` rebuilds it",
                 lost,
             )
-        yield Runtime(
-            **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
-            llm=llm,
-            memory=memory,
-            importer=TranscriptImporter(core.sessionmaker, memory.formation),
-            chat=chat,
-            awaited=awaited,
-        )
+        yield runtime
     finally:
         await index.close()
 

@@ -71,6 +71,13 @@ async def chat_turn(chat: ChatService, req: ChatRequest) -> ChatReply:
     return (await chat.answer(req, SentAsSnowflake())).reply
 
 
+async def stored_exchange(chat: ChatService, req: ChatRequest, reply_text: str) -> None:
+    """A message and the reply to it in the log, not formed: as the catch-up stores a reply it finds
+    in a channel's history."""
+    prepared = await chat.store_user_message(req)
+    await chat.record_reply(ChatReply(reply_text, ok=True, prepared=prepared), [(snowflake(), reply_text)])
+
+
 def is_clear_notice(text: str) -> bool:
     """Short, one paragraph, no traceback or exception names: what a user can read at a glance."""
     lowered = text.lower()

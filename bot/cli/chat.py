@@ -16,7 +16,7 @@ from bot.cli.output import CommandError
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
-    from memory.chat.turns import ChatReply, ChatTurn
+    from memory.chat.service import ChatReply, ChatTurn
 
 CHANNEL = "terminal"
 

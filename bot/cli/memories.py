@@ -16,8 +16,7 @@ IMPORT_FORMATS = ("jsonl", "sillytavern")
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
-    from memory.formation.importer import TranscriptLine
-    from memory.recall.search import RecalledMemory
+    from memory.service import RecalledMemory, TranscriptLine
 
 
 def add_commands(commands: Subcommands) -> None:
@@ -69,9 +68,8 @@ def add_commands(commands: Subcommands) -> None:
 
 def _read_import(args: argparse.Namespace) -> tuple[list[TranscriptLine], int, str]:
     """The file's lines, how many were skipped, and the personality they were with."""
-    from memory.formation.importer import parse_transcript, read_transcript_text
-    from memory.formation.sillytavern import parse_sillytavern
     from memory.owners.personality_fields import slugify
+    from memory.service import parse_sillytavern, parse_transcript, read_transcript_text
 
     if args.format == "jsonl":
         if args.personality is None:
@@ -215,6 +213,6 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.worker import run_worker
+    from memory.service import run_worker
 
     await run_worker(runtime.memory.formation)

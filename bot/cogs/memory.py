@@ -50,19 +50,12 @@ class MemoryCog(
     ) -> None:
         # Embedding the query can take a moment.
         await interaction.response.defer(ephemeral=True, thinking=True)
-        uid = user_id_of(interaction)
         p = await self._personality(personality)
-        targets = [p] if p else list(await self.runtime.user_settings.personalities_remembering(uid))
-        # guild None: the user's own search covers every venue; the reply is private.
-        found = [
-            (m, target)
-            for target in targets
-            for m in await self.runtime.memory.recall(
-                personality_id=target.id, user_id=uid, query=query, limit=SEARCH_LIMIT
-            )
-        ]
-        found.sort(key=lambda pair: -pair[0].score)
-        await interaction.followup.send(replies.search_results(query, found[:SEARCH_LIMIT]), ephemeral=True)
+        # The user's own search covers every venue; the reply is private.
+        found = await self.runtime.memory.search(
+            user_id=user_id_of(interaction), query=query, personality_id=id_of(p), limit=SEARCH_LIMIT
+        )
+        await interaction.followup.send(replies.search_results(query, found), ephemeral=True)
 
     @command(
         "forget",

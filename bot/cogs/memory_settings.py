@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from bot import replies
 from bot.command_options import CommandPart, Interaction, command, user_id_of, venue_of
-from bot.persona_replies import persona_status
 from bot.views import ConfirmView
-from memory.formation.mode import effective_mode
 
 if TYPE_CHECKING:
     from models import Personality
@@ -43,27 +41,11 @@ class SettingsCommands(MemoryPart):
         personality="Only this personality (default: all of them)",
     )
     async def status(self, interaction: Interaction, personality: str | None = None) -> None:
-        uid = user_id_of(interaction)
         p = await self._personality(personality)
-        stats = await self.runtime.memory.stats(personality_id=id_of(p), user_id=uid)
-        if p is None:
-            text = replies.overall_status(await self.runtime.user_settings.get(uid), stats)
-            incognito = list(await self.runtime.incognito.current(uid))
-            persona = await self.runtime.personas.get(uid)
-        else:
-            rows = await self.runtime.user_settings.for_personality(uid, p.id)
-            mode, source = effective_mode(p, rows)
-            venue = venue_of(interaction)
-            title = await self.runtime.chat.conversation_title(
-                personality_id=p.id, guild_id=venue.guild_id, channel_id=venue.channel_id, user_id=uid
-            )
-            summarizer = self.runtime.models.summarizer(p)
-            text = replies.personality_status(p, mode, source, summarizer, title, stats)
-            span = await self.runtime.incognito.active(uid, p.id)
-            incognito = [span] if span else []
-            persona = await self.runtime.personas.effective(uid, p.id)
-        text += "\n" + replies.incognito_status(incognito) + "\n" + persona_status(persona)
-        await interaction.response.send_message(text, ephemeral=True)
+        status = await self.runtime.memory.status(
+            user_id=user_id_of(interaction), personality=p, venue=venue_of(interaction)
+        )
+        await interaction.response.send_message(replies.memory_status(status), ephemeral=True)
 
     @command(
         "settings",

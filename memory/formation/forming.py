@@ -89,7 +89,7 @@ class MemoryFormation:
         self._summarizer = summarizer
         self._models = models
         self._min_summarize_tokens = min_summarize_tokens
-        self._batch_size = batch_size
+        self.batch_size = batch_size  # exchanges read, summarized and written together
         # Conversations a pass of this process holds, and those another pass asked for meanwhile.
         self._held: Counter[int] = Counter()
         self._asked: set[int] = set()
@@ -203,7 +203,7 @@ class MemoryFormation:
         grouping = await read_ready(
             session,
             conversation.id,
-            limit=self._batch_size,
+            limit=self.batch_size,
             awaited=self.awaited.current(),
             in_flight=in_flight,
         )
