@@ -14,9 +14,9 @@ from typing import Any
 
 import discord
 
+from bot.chat.regenerate import regenerate_view
+from bot.chat.senders import ReplySenders, send_notice, sent_parts, typing_if_possible
 from bot.reactions import RememberedReaction
-from bot.regenerate import regenerate_view
-from bot.senders import ReplySenders, send_notice, sent_parts, typing_if_possible
 from memory.chat.service import ChatReply, ChatRequest, ChatService, ReplyDelivery, Route
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.answering import MessageAnswerer
+from bot.chat.answering import MessageAnswerer
+from bot.chat.senders import WebhookSender, can_use_webhooks, plain_header
 from bot.reactions import RememberedReaction
-from bot.senders import WebhookSender, can_use_webhooks, plain_header
 from bot.tasks import BackgroundTasks
 from memory.chat.service import (
     MISCONFIGURED_REPLY,

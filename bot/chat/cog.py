@@ -1,9 +1,8 @@
-"""Chat: answer the messages that address a personality, as that personality.
+"""The chat cog: Discord's messages, reconnections and 🔄 presses turned into calls on its helpers.
 
-Thin on purpose: the turn (storing, prompts, the model, memory) is memory.chat.ChatService's, answering a
-Discord message with it is bot.answering, the flood control bot.flood, the catching up (pending
-memories, missed messages) bot.catch_up, the 🔄 button of the latest reply bot.regenerate. This cog
-wires them together and turns Discord's events into calls on them; each answer runs as one of the
+Thin on purpose: the turn (storing, prompts, the model, memory) is memory.chat.ChatService's; answering a
+Discord message with it is `answering`, the flood control `flood`, the catching up (pending memories,
+missed messages) `catch_up`, the 🔄 of the latest reply `regenerate`. Each answer runs as one of the
 bot's background tasks.
 """
 
@@ -15,29 +14,29 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.ext import commands
 
-from bot.answering import FAILURE_NOTICE, MessageAnswerer
-from bot.catch_up import MissedMessages, PendingMemories
-from bot.flood import FloodControl, flood_notice
+from bot.chat.answering import FAILURE_NOTICE, MessageAnswerer
+from bot.chat.catch_up import MissedMessages, PendingMemories
+from bot.chat.flood import FloodControl, flood_notice
+from bot.chat.regenerate import REGENERATE_EVENT, RegenerateButton, answer_again
+from bot.chat.senders import ReplySenders, send_notice
 from bot.reactions import RememberedReaction
-from bot.regenerate import REGENERATE_EVENT, RegenerateButton, answer_again
-from bot.senders import ReplySenders, send_notice
-from bot.tasks import BackgroundTasks
+from bot.slash_commands import PersonaeCog
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
-    from bot.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
-class ChatCog(commands.Cog):
+class ChatCog(PersonaeCog):
     """Answers messages that address a personality, and those it missed while offline."""
 
-    def __init__(self, bot: commands.AutoShardedBot, runtime: Runtime, tasks: BackgroundTasks) -> None:
+    def __init__(self, bot: PersonaeBot) -> None:
         self.bot = bot
+        runtime = self.runtime
         settings = runtime.settings
         self.chat = runtime.chat
-        self.tasks = tasks
+        self.tasks = tasks = bot.background
         self.flood = FloodControl(settings.cooldown_messages, settings.cooldown_seconds)
         self.reaction = RememberedReaction(bot, settings.remembered_reaction)
         self.senders = ReplySenders.for_bot(bot.user)
@@ -65,7 +64,7 @@ class ChatCog(commands.Cog):
     @commands.Cog.listener("on_ready")
     @commands.Cog.listener("on_resumed")
     async def read_missed(self) -> None:
-        """On every (re)connect: read back what was said while the bot was away (bot.catch_up)."""
+        """On every (re)connect: read back what was said while the bot was away (see catch_up)."""
         self.missed.read_soon()
 
     @commands.Cog.listener()
@@ -100,7 +99,3 @@ class ChatCog(commands.Cog):
             senders=self.senders,
             reaction=self.reaction,
         )
-
-
-async def setup(bot: PersonaeBot) -> None:
-    await bot.add_cog(ChatCog(bot, bot.runtime, bot.background))

@@ -19,8 +19,8 @@ from typing import Any
 
 import discord
 
+from bot.chat.senders import ReplySender, ReplySenders, sent_parts
 from bot.reactions import RememberedReaction
-from bot.senders import ReplySender, ReplySenders, sent_parts
 from memory.chat.service import ChatReply, ChatService, NotLatestReplyError, PreparedReply, ReplyDelivery
 from memory.errors import UserFacingError
 

@@ -1,17 +1,25 @@
 """/memory browse: page through your own memories and pin, correct or forget them (part of MemoryCog).
 
-The command reads the first page and hands the rest to BrowseView (bot/browse_views.py); everything
-is private to the user, in DMs and guilds alike.
+The command reads the first page and hands the rest to BrowseView (browse_view.py); everything is
+private to the user, in DMs and guilds alike.
 """
 
 from __future__ import annotations
 
-from bot import replies
-from bot.browse_views import BrowseListing, BrowseView
-from bot.command_options import CommandPart, Interaction, SearchQuery, command, user_id_of
+from discord import app_commands
+
+from bot.interactions import Interaction, user_id_of
+from bot.memory import texts
+from bot.memory.browse_view import BrowseListing, BrowseView
+from bot.slash_commands import PersonaeCog, command
+from bot.texts import excerpt
+
+MAX_QUERY_CHARS = 300
+# What to look for in one's memories (/memory search and browse).
+SearchQuery = app_commands.Range[str, 1, MAX_QUERY_CHARS]
 
 
-class BrowseCommands(CommandPart):
+class BrowseCommands(PersonaeCog):
     """/memory browse (a part of MemoryCog)."""
 
     @command(
@@ -32,7 +40,7 @@ class BrowseCommands(CommandPart):
         uid = user_id_of(interaction)
         p = await self._personality(personality)
         personality_id = p.id if p else None
-        scope = replies.scope_of(p)
+        scope = texts.scope_of(p)
         if query and query.strip():
             matches = await runtime.memory.best_matches(
                 user_id=uid, query=query, personality_id=personality_id
@@ -41,7 +49,7 @@ class BrowseCommands(CommandPart):
                 runtime.memory,
                 uid,
                 personality_id,
-                f"{scope} matching “{replies.excerpt(query, 60)}”",
+                f"{scope} matching “{excerpt(query, 60)}”",
                 matches,
             )
         else:

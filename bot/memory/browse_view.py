@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from bot.replies import DISCORD_LIMIT, excerpt
-from bot.views import report_error
+from bot.interactions import report_error
+from bot.messages import DISCORD_LIMIT
+from bot.texts import excerpt
 from memory.service import MAX_CORRECTION_CHARS
 
 if TYPE_CHECKING:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import io
+import uuid
 from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot import replies
-from bot.cogs.memory_browse import BrowseCommands
-from bot.cogs.memory_incognito import IncognitoCommands
-from bot.cogs.memory_settings import SettingsCommands, id_of
-from bot.command_options import Interaction, SearchQuery, command, memory_id_of, user_id_of, venue_of
+from bot.interactions import Interaction, user_id_of, venue_of
+from bot.memory import texts
+from bot.memory.browse import BrowseCommands, SearchQuery
+from bot.memory.incognito import IncognitoCommands
+from bot.memory.status import StatusCommands, confirm_forget, id_of
+from bot.slash_commands import command
 from memory.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -22,17 +24,27 @@ if TYPE_CHECKING:
 SEARCH_LIMIT = 5
 
 
+def memory_id_of(option: str) -> uuid.UUID:
+    """The `memory` option of /memory forget as a memory id (ids come from /memory search)."""
+    try:
+        return uuid.UUID(option.strip())
+    except ValueError:
+        raise InvalidInputError(
+            f"{option!r} is not a memory id; `/memory search` shows ids, or use 'all'."
+        ) from None
+
+
 class MemoryCog(
     BrowseCommands,
     IncognitoCommands,
-    SettingsCommands,
+    StatusCommands,
     commands.GroupCog,
     group_name="memory",
     group_description="Your long-term memories",
 ):
     """Thin commands over MemoryService, UserSettingsService, IncognitoService and ChatService; every
     reply is private. Its parts, in the order they are published: status and settings
-    (memory_settings.py), incognito (memory_incognito.py), browse (memory_browse.py), then search,
+    (status.py), incognito (incognito.py), browse (browse.py), then search,
     forget, export and reset (here)."""
 
     def __init__(self, bot: PersonaeBot) -> None:
@@ -55,7 +67,7 @@ class MemoryCog(
         found = await self.runtime.memory.search(
             user_id=user_id_of(interaction), query=query, personality_id=id_of(p), limit=SEARCH_LIMIT
         )
-        await interaction.followup.send(replies.search_results(query, found), ephemeral=True)
+        await interaction.followup.send(texts.search_results(query, found), ephemeral=True)
 
     @command(
         "forget",
@@ -76,13 +88,15 @@ class MemoryCog(
             await interaction.followup.send("Forgotten. It will not come back in recall.", ephemeral=True)
             return
         existing = (await self.runtime.memory.stats(personality_id=id_of(p), user_id=uid)).memories
-        scope = replies.scope_of(p)
+        scope = texts.scope_of(p)
         if not existing:
             await interaction.response.send_message(f"You have no memories {scope}.", ephemeral=True)
             return
         await interaction.response.send_message(
             f"Delete all {existing} of your memories {scope}? This cannot be undone.",
-            view=self._confirm_forget(interaction, p, f"Deleted {{count}} memories {scope}.", "Delete"),
+            view=confirm_forget(
+                self.runtime.memory, interaction, p, f"Deleted {{count}} memories {scope}.", "Delete"
+            ),
             ephemeral=True,
         )
 
@@ -98,10 +112,8 @@ class MemoryCog(
         if not lines:
             await interaction.followup.send("You have no memories to export.", ephemeral=True)
             return
-        file = discord.File(
-            io.BytesIO(("\n".join(lines) + "\n").encode()), filename=replies.export_filename(p)
-        )
-        await interaction.followup.send(replies.EXPORT_NOTE, file=file, ephemeral=True)
+        file = discord.File(io.BytesIO(("\n".join(lines) + "\n").encode()), filename=texts.export_filename(p))
+        await interaction.followup.send(texts.EXPORT_NOTE, file=file, ephemeral=True)
 
     @command(
         "reset",
@@ -120,8 +132,4 @@ class MemoryCog(
         removed = await self.runtime.chat.reset_conversation(
             personality_id=p.id, guild_id=venue.guild_id, channel_id=venue.channel_id, user_id=venue.user_id
         )
-        await interaction.response.send_message(replies.conversation_reset(p, removed), ephemeral=True)
-
-
-async def setup(bot: PersonaeBot) -> None:
-    await bot.add_cog(MemoryCog(bot))
+        await interaction.response.send_message(texts.conversation_reset(p, removed), ephemeral=True)

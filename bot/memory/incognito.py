@@ -1,4 +1,4 @@
-"""/memory incognito: the user talks on, and nothing they say forms a memory (part of MemoryCog).
+"""/memory incognito: the user talks on, and nothing they say forms a memory (a part of MemoryCog).
 
 The span is kept by memory.owners.incognito; the message log marks what is said under it, so neither
 the reply's own formation, a later catch-up nor `personae worker` ever forms it.
@@ -11,9 +11,10 @@ from typing import Literal
 
 from discord import app_commands
 
-from bot import replies
-from bot.cogs.memory_settings import MemoryPart, id_of
-from bot.command_options import Interaction, command, user_id_of
+from bot.interactions import Interaction, user_id_of
+from bot.memory import texts
+from bot.memory.status import id_of
+from bot.slash_commands import PersonaeCog, command
 
 # The choices of the `for` option; until turned off is the default: incognito never lapses unasked.
 DURATIONS: dict[str, timedelta | None] = {
@@ -23,8 +24,8 @@ DURATIONS: dict[str, timedelta | None] = {
 }
 
 
-class IncognitoCommands(MemoryPart):
-    """/memory incognito (part of MemoryCog)."""
+class IncognitoCommands(PersonaeCog):
+    """/memory incognito (a part of MemoryCog)."""
 
     @command(
         "incognito",
@@ -46,9 +47,9 @@ class IncognitoCommands(MemoryPart):
         service = self.runtime.incognito
         if state == "on":
             span = await service.start(uid, id_of(p), DURATIONS[duration], asked_at=interaction.created_at)
-            text = replies.incognito_started(span, self.runtime.settings.remembered_reaction)
+            text = texts.incognito_started(span, self.runtime.settings.remembered_reaction)
         else:
             ended = await service.stop(uid, id_of(p))
             still = await service.active(uid, p.id) if p is not None else None
-            text = replies.incognito_stopped(p, ended, still)
+            text = texts.incognito_stopped(p, ended, still)
         await interaction.response.send_message(text, ephemeral=True)

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
-from bot.command_options import Interaction, user_id_of
+from bot.interactions import Interaction, user_id_of
 from bot.reactions import RememberedReaction
+from bot.slash_commands import PersonaeCog
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
 
 
-class MessageActions(commands.Cog):
+class MessageActions(PersonaeCog):
     """Thin context menus over MemoryService.remember_message and forget_message; replies are private."""
 
     def __init__(self, bot: PersonaeBot) -> None:
@@ -42,7 +42,7 @@ class MessageActions(commands.Cog):
     async def remember_this(self, interaction: Interaction, message: discord.Message) -> None:
         # Forming the exchange may take a summarizer call.
         await interaction.response.defer(ephemeral=True, thinking=True)
-        runtime = self.bot.runtime
+        runtime = self.runtime
         report = await runtime.memory.remember_message(
             message_id=str(message.id), channel_id=str(message.channel.id), user_id=user_id_of(interaction)
         )
@@ -58,7 +58,7 @@ class MessageActions(commands.Cog):
 
     async def forget_this(self, interaction: Interaction, message: discord.Message) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        forgotten = await self.bot.runtime.memory.forget_message(
+        forgotten = await self.runtime.memory.forget_message(
             message_id=str(message.id), channel_id=str(message.channel.id), user_id=user_id_of(interaction)
         )
         done = (
@@ -67,7 +67,3 @@ class MessageActions(commands.Cog):
             else ("This exchange had no memory yet")
         )
         await interaction.followup.send(f"{done}; it will never be remembered again.", ephemeral=True)
-
-
-async def setup(bot: PersonaeBot) -> None:
-    await bot.add_cog(MessageActions(bot))

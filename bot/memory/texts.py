@@ -1,34 +1,21 @@
-"""The text of slash-command replies, built from what the services returned (Discord markdown)."""
+"""The text of /memory's replies (and its message menus'), built from what the services returned."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memory.types import MemoryMode
+from bot.messages import DISCORD_LIMIT
+from bot.texts import excerpt, who
 
 if TYPE_CHECKING:
     from memory.owners.incognito import IncognitoSpan
-    from memory.service import BrowsedMemory, FormationReport, MemoryStats, MemoryStatus
-    from models import LLMConfig, Persona, Personality, UserSettings
+    from memory.service import BrowsedMemory, MemoryStats, MemoryStatus
+    from models import Persona, Personality, UserSettings
 
-DISCORD_LIMIT = 2000
-EXCERPT_CHARS = 160
-PROMPT_PREVIEW_CHARS = 300
-LIST_LIMIT = 50
 # A user's memory setting: inherited from the wider scope (None), on or off.
 MEMORY_STATE = {None: "inherited", True: "on", False: "off"}
 NO_PERSONA = "none (`/persona set` tells the personalities who you are)"
-
-
-def who(persona: Persona) -> str:
-    """**Name** (pronouns)"""
-    return f"**{persona.name}**" + (f" ({persona.pronouns})" if persona.pronouns else "")
-
-
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def characters(n: int) -> str:
@@ -171,78 +158,6 @@ EXPORT_NOTE = (
 
 def export_filename(p: Personality | None) -> str:
     return f"personae-memories-{p.name if p else 'all'}.jsonl"
-
-
-def describe_model(config: LLMConfig | None, model: str | None, fallback: str) -> str:
-    """A personality's model choice: an admin-made LLM config, a model string, or the fallback."""
-    if config is not None:
-        return f"config `{config.name}`"
-    return f"`{model}`" if model else fallback
-
-
-def personality_card(p: Personality, *, show_prompt: bool) -> str:
-    """A personality's settings; its prompt only for those who manage it."""
-    summarizer_prompt = "custom" if p.summarizer_prompt_id else "default"
-    lines = [
-        f"**{p.display_name}** (`{p.name}`)",
-        f"Owner: {f'<@{p.owner_id}>' if p.owner_id else 'the operator'}",
-        "Chat model: " + describe_model(p.chat_llm_config, p.chat_model, "deployment default"),
-        f"Memory: {'on' if p.memory_enabled else 'off'}, stored {p.memory_mode}",
-        "Summarizer: "
-        + describe_model(p.summarizer_llm_config, p.summarizer_model, "deployment default")
-        + f", {summarizer_prompt} prompt",
-    ]
-    if p.avatar_url:
-        lines.append(f"Avatar: <{p.avatar_url}>")
-    if show_prompt:
-        preview = p.system_prompt[:PROMPT_PREVIEW_CHARS]
-        ellipsis = "…" if len(p.system_prompt) > PROMPT_PREVIEW_CHARS else ""
-        lines.append(f"Prompt: {preview}{ellipsis}")
-    return "\n".join(lines)
-
-
-def personality_list(rows: Sequence[Personality], user_id: str) -> str:
-    if not rows:
-        return "No personalities yet. Create one with `/personality create`."
-    lines = [
-        f"• **{p.display_name}** (`{p.name}`), memory {p.memory_mode}"
-        + (" (yours)" if p.owner_id == user_id else "")
-        for p in rows[:LIST_LIMIT]
-    ]
-    if len(rows) > LIST_LIMIT:
-        lines.append(f"…and {len(rows) - LIST_LIMIT} more.")
-    return "\n".join(lines)[:DISCORD_LIMIT]
-
-
-def summarization_changed(p: Personality, previous: MemoryMode) -> str:
-    new = MemoryMode(p.memory_mode)
-    if new is previous:
-        return f"**{p.display_name}** already stores memories {new}; nothing changed."
-    if new is MemoryMode.VERBATIM:
-        return (
-            f"**{p.display_name}** now stores new memories verbatim. "
-            "Existing summaries stay as they are. "
-            "Users who chose their own summarization setting keep it."
-        )
-    kept = " alongside the original wording" if new is MemoryMode.HYBRID else ""
-    return (
-        f"**{p.display_name}** now stores new memories {new}: condensed by its summarizer{kept}, "
-        "with roleplay formatting removed and names, dates and facts kept.\n"
-        "Existing memories stay as they are until you run `/personality resummarize`. "
-        "Users who chose their own summarization setting keep it."
-    )
-
-
-def resummarize_progress(p: Personality, done: int, total: int) -> str:
-    return f"Re-summarizing {p.display_name}'s memories: {done} of {total}…"
-
-
-def resummarize_report(p: Personality, report: FormationReport) -> str:
-    return (
-        f"Re-summarized {report.memories} of {report.exchanges} memories of {p.display_name}; "
-        f"{report.extractive} left as they were (summarizer unavailable), "
-        f"{report.fidelity_misses} kept their original text for fidelity."
-    )
 
 
 def persona_status(persona: Persona | None) -> str:

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 from discord.ext import commands
 
-from bot import persona_replies
-from bot.command_options import CommandPart, Interaction, command, user_id_of
+from bot.interactions import Interaction, user_id_of
+from bot.persona import texts
+from bot.slash_commands import PersonaeCog, command
 from memory.owners.personas import MAX_ABOUT_CHARS, MAX_NAME_CHARS, MAX_PRONOUNS_CHARS
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class PersonaCog(
-    CommandPart, commands.GroupCog, group_name="persona", group_description="Who you are to the personalities"
+    PersonaeCog, commands.GroupCog, group_name="persona", group_description="Who you are to the personalities"
 ):
     """Thin commands over PersonaService; every reply is private."""
 
@@ -44,7 +45,7 @@ class PersonaCog(
         persona = await self.runtime.personas.set(
             user_id_of(interaction), p.id if p else None, name=name, pronouns=pronouns, about=about
         )
-        await interaction.response.send_message(persona_replies.persona_saved(persona, p), ephemeral=True)
+        await interaction.response.send_message(texts.persona_saved(persona, p), ephemeral=True)
 
     @command(
         "show",
@@ -59,7 +60,7 @@ class PersonaCog(
         general = await personas.get(uid) if p is not None else own
         # Without a personality: also the names the user goes by with single personalities.
         others = [(x, of) for x, of in await personas.all_of(uid) if of is not None] if p is None else []
-        text = persona_replies.persona_shown(p, own, general, others)
+        text = texts.persona_shown(p, own, general, others)
         await interaction.response.send_message(text, ephemeral=True)
 
     @command(
@@ -72,10 +73,4 @@ class PersonaCog(
         p = await self._personality(personality)
         removed = await self.runtime.personas.clear(uid, p.id if p else None)
         general = await self.runtime.personas.get(uid) if p is not None and removed else None
-        await interaction.response.send_message(
-            persona_replies.persona_cleared(p, removed, general), ephemeral=True
-        )
-
-
-async def setup(bot: PersonaeBot) -> None:
-    await bot.add_cog(PersonaCog(bot))
+        await interaction.response.send_message(texts.persona_cleared(p, removed, general), ephemeral=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot.replies import who
+from bot.texts import who
 
 if TYPE_CHECKING:
     from models import Persona, Personality

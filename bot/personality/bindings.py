@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.command_options import CommandPart, Interaction, command, user_id_of
-from bot.views import reply_privately
+from bot.interactions import Interaction, reply_privately, user_id_of
+from bot.slash_commands import PersonaeCog, command
 from memory.errors import UserFacingError
 
 if TYPE_CHECKING:
     from models import Personality
 
 
-class ChannelBindingCommands(CommandPart):
-    """/personality activate and deactivate (part of PersonalityCog); the service checks who may."""
+class ChannelBindingCommands(PersonaeCog):
+    """/personality activate and deactivate (a part of PersonalityCog); the service checks who may."""
 
     async def _bind_target(self, interaction: Interaction, personality: str) -> Personality:
         p = await self.runtime.personalities.get(personality)

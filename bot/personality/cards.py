@@ -1,4 +1,4 @@
-"""Character cards in and out of Discord: /personality import and export (part of PersonalityCog).
+"""Character cards in and out of Discord: /personality import and export (a part of PersonalityCog).
 
 A card imported from a PNG brings the character's picture. Discord's attachment links expire within
 a day, so the picture is not used through the attachment's URL: it is shrunk and stored as one of the
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.command_options import CommandPart, Interaction, command, user_id_of
+from bot.interactions import Interaction, user_id_of
+from bot.slash_commands import PersonaeCog, command
 from memory.errors import InvalidInputError, UserFacingError
 from memory.owners.cards import MAX_CARD_FILE_BYTES, create_from_card, export_card, parse_card
 from memory.owners.personality_fields import MAX_NAME_LENGTH
@@ -74,8 +75,8 @@ async def release_card_avatar(bot: PersonaeBot, avatar_url: str | None) -> None:
         log.warning("Could not delete the card avatar emoji %s: %s", match["id"], exc)
 
 
-class CardCommands(CommandPart):
-    """/personality import and export (part of PersonalityCog); the card rules live in memory.owners.cards."""
+class CardCommands(PersonaeCog):
+    """/personality import and export (a part of PersonalityCog); card rules: memory.owners.cards."""
 
     async def _host_picture(self, picture: bytes) -> tuple[str | None, str]:
         """(avatar URL, what the reply says about it): the picture stored as an application emoji."""

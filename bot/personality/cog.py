@@ -1,127 +1,23 @@
 """/personality: create, inspect and steer personalities. Permission rules live in the services.
 
-The group's commands come in three parts: its profile (here: create, edit, info, list, delete), how
-it summarizes its memories (personality_summarization.py), and the channels it answers in
-(personality_bindings.py); discord.py collects the commands of every base class into the one cog.
+The group's commands come in parts: its profile (profile.py: create, edit, info, list, delete), its
+character card (cards.py), how it summarizes its memories (summarization.py), and the channels it
+answers in (bindings.py); discord.py collects the commands of every base class into the one cog.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from discord import app_commands
 from discord.ext import commands
 
-from bot import replies
-from bot.cogs.personality_bindings import ChannelBindingCommands
-from bot.cogs.personality_cards import CardCommands, release_card_avatar
-from bot.cogs.personality_summarization import SummarizationCommands
-from bot.command_options import CommandPart, Interaction, command, managed_personality, user_id_of
-from bot.views import ConfirmView
-from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH, MAX_PROMPT_LENGTH
+from bot.personality.bindings import ChannelBindingCommands
+from bot.personality.cards import CardCommands
+from bot.personality.profile import ProfileCommands
+from bot.personality.summarization import SummarizationCommands
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
-
-
-class ProfileCommands(CommandPart):
-    """/personality create, edit, info, list and delete (part of PersonalityCog)."""
-
-    @command(
-        "create",
-        "Create a personality that you own",
-        name="Short unique name used in commands (letters, digits, dashes)",
-        display_name="Name shown on its messages",
-        prompt="Its system prompt: who it is and how it talks",
-        model="An LLM config name or an allowed model string (default: the bot's)",
-        avatar="An https:// image URL for its avatar",
-    )
-    async def create(
-        self,
-        interaction: Interaction,
-        name: app_commands.Range[str, 1, MAX_NAME_LENGTH],
-        display_name: app_commands.Range[str, 1, MAX_DISPLAY_NAME_LENGTH],
-        prompt: app_commands.Range[str, 1, MAX_PROMPT_LENGTH],
-        model: str | None = None,
-        avatar: str | None = None,
-    ) -> None:
-        p = await self.runtime.personalities.create_owned(
-            name,
-            owner_id=user_id_of(interaction),
-            display_name=display_name,
-            prompt=prompt,
-            model=model,
-            avatar_url=avatar,
-        )
-        await interaction.response.send_message(
-            f"Created **{p.display_name}** (`{p.name}`). Talk to it by name, or bind it to a channel "
-            "with `/personality activate`.",
-            ephemeral=True,
-        )
-
-    @command(
-        "edit",
-        "Change a personality you own",
-        personality="The personality to change",
-        display_name="New name shown on its messages",
-        prompt="New system prompt",
-        model="An LLM config name, an allowed model string, or 'default'",
-        avatar="New https:// avatar image URL ('none' removes it)",
-    )
-    async def edit(
-        self,
-        interaction: Interaction,
-        personality: str,
-        display_name: app_commands.Range[str, 1, MAX_DISPLAY_NAME_LENGTH] | None = None,
-        prompt: app_commands.Range[str, 1, MAX_PROMPT_LENGTH] | None = None,
-        model: str | None = None,
-        avatar: str | None = None,
-    ) -> None:
-        p = await self.runtime.personalities.edit(
-            personality,
-            actor=user_id_of(interaction),
-            display_name=display_name,
-            prompt=prompt,
-            model=model,
-            avatar_url="" if avatar is not None and avatar.strip().lower() == "none" else avatar,
-        )
-        await interaction.response.send_message(
-            f"Updated.\n{replies.personality_card(p, show_prompt=True)}", ephemeral=True
-        )
-
-    @command("info", "Show a personality's settings", personality="The personality to show")
-    async def info(self, interaction: Interaction, personality: str) -> None:
-        p = await self.runtime.personalities.get_detailed(personality)
-        manager = self.runtime.personalities.can_manage(p, user_id_of(interaction))
-        await interaction.response.send_message(
-            replies.personality_card(p, show_prompt=manager), ephemeral=True
-        )
-
-    @command("list", "List the personalities on this bot", mine="Only the personalities you own")
-    async def list_(self, interaction: Interaction, mine: bool = False) -> None:
-        uid = user_id_of(interaction)
-        rows = await self.runtime.personalities.list(owner_id=uid if mine else None)
-        await interaction.response.send_message(replies.personality_list(rows, uid), ephemeral=True)
-
-    @command(
-        "delete", "Delete a personality you own, with its memories", personality="The personality to delete"
-    )
-    async def delete(self, interaction: Interaction, personality: str) -> None:
-        p = await managed_personality(interaction, personality)
-
-        async def delete_it() -> str:
-            await self.runtime.personalities.delete(p.name, actor=user_id_of(interaction))
-            # The rows are gone (cascade); this drops the personality's points from the index.
-            await self.runtime.memory.reindex(personality_id=p.id)
-            await release_card_avatar(self.bot, p.avatar_url)
-            return f"Deleted **{p.display_name}** and all of its memories and conversations."
-
-        await interaction.response.send_message(
-            f"Delete **{p.display_name}** (`{p.name}`) with every memory and conversation it has? "
-            "This cannot be undone.",
-            view=ConfirmView(user_id=interaction.user.id, action=delete_it),
-            ephemeral=True,
-        )
 
 
 class PersonalityCog(
@@ -139,7 +35,3 @@ class PersonalityCog(
     def __init__(self, bot: PersonaeBot) -> None:
         self.bot = bot
         super().__init__()
-
-
-async def setup(bot: PersonaeBot) -> None:
-    await bot.add_cog(PersonalityCog(bot))

@@ -9,16 +9,17 @@ from typing import Literal
 
 from discord import app_commands
 
-from bot import replies
-from bot.command_options import CommandPart, Interaction, command, managed_personality, user_id_of
-from bot.views import SummarizerPromptModal
+from bot.interactions import Interaction, user_id_of
+from bot.personality import texts
+from bot.personality.views import SummarizerPromptModal
+from bot.slash_commands import PersonaeCog, command
 from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 
 
-class SummarizationCommands(CommandPart):
-    """/personality memory, summarizer-model, summarizer-prompt and resummarize (part of PersonalityCog)."""
+class SummarizationCommands(PersonaeCog):
+    """/personality memory, summarizer-model, summarizer-prompt and resummarize (a part of PersonalityCog)."""
 
     @command(
         "memory",
@@ -37,7 +38,7 @@ class SummarizationCommands(CommandPart):
         p, previous = await self.runtime.personalities.set_summarization(
             personality, actor=user_id_of(interaction), enabled=summarization == "enabled", mode=mode
         )
-        await interaction.response.send_message(replies.summarization_changed(p, previous), ephemeral=True)
+        await interaction.response.send_message(texts.summarization_changed(p, previous), ephemeral=True)
 
     @command(
         "summarizer-model",
@@ -54,7 +55,7 @@ class SummarizationCommands(CommandPart):
         p = await self.runtime.personalities.set_summarizer_model(
             personality, actor=user_id_of(interaction), model=model
         )
-        chosen = replies.describe_model(p.summarizer_llm_config, p.summarizer_model, "the bot's default")
+        chosen = texts.describe_model(p.summarizer_llm_config, p.summarizer_model, "the bot's default")
         await interaction.response.send_message(
             f"**{p.display_name}** now summarizes memories with {chosen}.", ephemeral=True
         )
@@ -66,7 +67,7 @@ class SummarizationCommands(CommandPart):
     )
     async def summarizer_prompt(self, interaction: Interaction, personality: str) -> None:
         service = self.runtime.personalities
-        p = await managed_personality(interaction, personality)
+        p = await self._managed_personality(interaction, personality)
 
         async def save(text: str) -> str:
             saved = await service.set_summarizer_prompt(p.name, actor=user_id_of(interaction), prompt=text)
@@ -85,11 +86,11 @@ class SummarizationCommands(CommandPart):
     )
     async def resummarize(self, interaction: Interaction, personality: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        p = await managed_personality(interaction, personality)
+        p = await self._managed_personality(interaction, personality)
         memory = self.runtime.memory
         stats = await memory.stats(personality_id=p.id)
         total = sum(r.memories for r in stats.rows if r.summarizer in ("verbatim", "extractive"))
-        await interaction.edit_original_response(content=replies.resummarize_progress(p, 0, total))
+        await interaction.edit_original_response(content=texts.resummarize_progress(p, 0, total))
         background = self.bot.background
         done = 0
         edits: list[asyncio.Task[object]] = []
@@ -97,12 +98,12 @@ class SummarizationCommands(CommandPart):
         def step(count: int) -> None:
             nonlocal done
             done += count
-            edit = interaction.edit_original_response(content=replies.resummarize_progress(p, done, total))
+            edit = interaction.edit_original_response(content=texts.resummarize_progress(p, done, total))
             edits.append(background.spawn(edit, name=f"personae-resummarize-progress-{p.name}"))
 
         async def run() -> None:
             try:
-                text = replies.resummarize_report(p, await memory.resummarize(p.id, progress=step))
+                text = texts.resummarize_report(p, await memory.resummarize(p.id, progress=step))
             except UserFacingError as exc:
                 text = str(exc)
             except Exception:

@@ -17,7 +17,7 @@ from typing import Any
 
 import discord
 
-from bot.catch_up import CATCH_UP_TASK
+from bot.chat.catch_up import CATCH_UP_TASK
 from bot.client import PersonaeBot
 from tests.bot.interactions import (
     AWAITED_TASK_PREFIXES,
@@ -278,6 +278,6 @@ def system_prompt(request: dict[str, Any]) -> str:
 @asynccontextmanager
 async def open_channels(runtime: Any) -> AsyncIterator[Channels]:
     """The bot as it runs (slash commands and the chat cog) on a fake Discord with a guild and DMs."""
-    extensions = tuple(dict.fromkeys((*SLASH_COMMAND_EXTENSIONS, "bot.cogs.persona", "bot.cogs.chat")))
+    extensions = tuple(dict.fromkeys((*SLASH_COMMAND_EXTENSIONS, "bot.persona", "bot.chat")))
     async with open_harness(runtime, extensions) as harness:
         yield Channels(harness)

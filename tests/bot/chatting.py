@@ -10,7 +10,7 @@ import discord.ext.test as dpytest
 from discord.ext.test import backend, factories
 from sqlalchemy import select
 
-from bot.catch_up import CATCH_UP_TASK
+from bot.chat.catch_up import CATCH_UP_TASK
 from bot.client import PersonaeBot
 from models import Message, Personality
 

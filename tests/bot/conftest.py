@@ -13,9 +13,9 @@ import discord
 import discord.ext.test as dpytest
 import pytest
 
-from bot.catch_up import CATCH_UP_TASK
+from bot.chat.catch_up import CATCH_UP_TASK
+from bot.chat.cog import ChatCog
 from bot.client import PersonaeBot
-from bot.cogs.chat import ChatCog
 from models import Personality
 
 
@@ -39,10 +39,10 @@ async def bot(runtime: Any) -> AsyncIterator[PersonaeBot]:
         patch.setattr(discord, "AutoShardedClient", _NotTheBot)
         dpytest.configure(client, members=["Alice", "Bob"])
     client._connection.loop = asyncio.get_running_loop()  # dpytest leaves it unset; typing() needs it
-    await client.load_extension("bot.cogs.chat")
+    await client.load_extension("bot.chat")
     yield client
     await client.background.drain(keep_running=(CATCH_UP_TASK,))
-    await client.unload_extension("bot.cogs.chat")
+    await client.unload_extension("bot.chat")
     await client.background.cancel_all()
     await dpytest.empty_queue()
 
@@ -51,7 +51,7 @@ async def bot(runtime: Any) -> AsyncIterator[PersonaeBot]:
 def cog(bot: PersonaeBot) -> ChatCog:
     found = bot.get_cog("ChatCog")
     # load_extension executes the module anew: its ChatCog is the one the bot holds.
-    assert isinstance(found, sys.modules["bot.cogs.chat"].ChatCog)
+    assert isinstance(found, sys.modules["bot.chat.cog"].ChatCog)
     return found  # type: ignore[no-any-return]
 
 

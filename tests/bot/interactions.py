@@ -21,7 +21,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-SLASH_COMMAND_EXTENSIONS = ("bot.cogs.memory", "bot.cogs.personality")
+SLASH_COMMAND_EXTENSIONS = ("bot.memory", "bot.personality")
 APP_ID = 700000000000000001
 BOT_USER_ID = 700000000000000002
 EPHEMERAL = 1 << 6

@@ -15,9 +15,8 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend, factories
 
+from bot.chat.cog import ChatCog
 from bot.client import PersonaeBot
-from bot.cogs.chat import ChatCog
-from bot.senders import WebhookSender
 from memory.chat.service import ChatRequest
 from memory.owners.incognito import IncognitoService
 from models import Personality
@@ -113,7 +112,7 @@ async def test_replies_found_in_the_history_are_stored_not_sent_again(
     webhook = fake_webhook([])
     webhook.id = 4242
     sender = cog.senders.webhook
-    assert isinstance(sender, WebhookSender)
+    assert type(sender).__name__ == "WebhookSender"
     sender._webhooks[hooked.id] = webhook
     for channel in (plain, hooked):
         await bind(runtime, lilith, channel)

@@ -11,10 +11,9 @@ import discord.ext.test as dpytest
 import pytest
 from discord.ext.test import backend
 
+from bot.chat.cog import ChatCog
+from bot.chat.flood import FloodControl
 from bot.client import PersonaeBot
-from bot.cogs.chat import ChatCog
-from bot.flood import FloodControl
-from bot.senders import WebhookSender
 from memory.chat.service import UNAVAILABLE_REPLY
 from models import Personality
 from testkit.llm_server import Fail, LLMTestServer
@@ -204,7 +203,7 @@ async def test_webhook_path_and_reply_routing(
     ids: list[int] = []
     webhook = fake_webhook(ids)
     sender = cog.senders.webhook
-    assert isinstance(sender, WebhookSender)
+    assert type(sender).__name__ == "WebhookSender"
     sender._webhooks[channel.id] = webhook
     await say("Lilith, hello", channel=channel)
     await settle()

@@ -12,9 +12,8 @@ import pytest
 from sqlalchemy import delete
 from sqlalchemy.exc import OperationalError
 
+from bot.chat.cog import FAILURE_NOTICE, ChatCog
 from bot.client import PersonaeBot
-from bot.cogs.chat import FAILURE_NOTICE, ChatCog
-from bot.senders import WebhookSender
 from models import Personality
 from testkit.llm_server import LLMTestServer
 from tests.bot.chatting import rows, say, sent_messages
@@ -86,7 +85,7 @@ async def test_a_webhook_reply_that_begins_in_bold_is_stored_whole(
     await dpytest.set_permission_overrides(channel.guild.default_role, channel, manage_webhooks=True)
     webhook = fake_webhook([])
     sender = cog.senders.webhook
-    assert isinstance(sender, WebhookSender)
+    assert type(sender).__name__ == "WebhookSender"
     sender._webhooks[channel.id] = webhook
     await say("Lilith, what's the plan?", channel=channel)
     webhook.send.assert_awaited_once()

@@ -97,7 +97,7 @@ async def test_sync_publishes_the_tree_to_one_guild(runtime: Any) -> None:
 
     async with open_harness(runtime) as harness:
         names = await sync_command_tree(harness.bot, 4242)
-        assert sorted(names) == ["memory", "personality"]  # the harness loads these two extensions
+        assert sorted(names) == ["Forget this", "Remember this", "memory", "personality"]
         [(route, commands)] = harness.http.synced.items()
         assert route.endswith("guilds/4242/commands")
         personality = next(c for c in commands if c["name"] == "personality")

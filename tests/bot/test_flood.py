@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.flood import FloodControl, flood_notice
+from bot.chat.flood import FloodControl, flood_notice
 
 
 def message_from(user_id: int) -> Any:

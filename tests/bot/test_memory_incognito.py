@@ -13,8 +13,8 @@ import discord.ext.test as dpytest
 import pytest
 from sqlalchemy import select
 
+from bot.chat.cog import ChatCog
 from bot.client import PersonaeBot
-from bot.cogs.chat import ChatCog
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole

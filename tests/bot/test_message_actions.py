@@ -25,7 +25,7 @@ NOT_YOURS = "That's not your memory."
 
 @pytest.fixture
 async def harness(runtime: Any) -> AsyncIterator[DiscordHarness]:
-    async with open_harness(runtime, (*SLASH_COMMAND_EXTENSIONS, "bot.cogs.message_actions")) as harness:
+    async with open_harness(runtime, SLASH_COMMAND_EXTENSIONS) as harness:
         yield harness
 
 
@@ -221,5 +221,5 @@ async def test_the_context_menus_are_published_with_the_slash_commands() -> None
         assert set(menus) == {"Remember this", "Forget this"}
         assert all(not c.get("description") for c in menus.values())
         # Unloading takes them out of the tree again.
-        await client.unload_extension("bot.cogs.message_actions")
+        await client.unload_extension("bot.memory")
         assert client.tree.get_command("Remember this", type=3) is None  # type: ignore[call-overload]

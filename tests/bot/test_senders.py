@@ -8,7 +8,7 @@ from unittest.mock import AsyncMock, MagicMock
 
 import discord
 
-from bot.senders import PlainSender, WebhookSender, sent_parts
+from bot.chat.senders import PlainSender, WebhookSender, sent_parts
 
 
 def fake_webhook(ids: list[int]) -> MagicMock:
