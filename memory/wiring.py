@@ -77,6 +77,7 @@ def wire_memory_services(
         awaited=awaited,
         context_share=settings.context_share,
         memory_context_share=settings.memory_context_share,
+        lore_scan_depth=settings.lore_scan_depth,
         recall_limit=settings.recall_limit,
     )
     return MemoryServices(

@@ -211,7 +211,7 @@ def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None
 
 
 def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_path: Path) -> None:
-    """`personality import` reads a V3 PNG card, `export` writes it as V2 JSON that imports back."""
+    """`personality import` reads a V3 PNG card, `export` writes it as V3 JSON that imports back."""
     from tests.memory.owners.cards import SERAPHINA_V2, bomb_chunk, card_png, png, v3
 
     url = scratch_database_url.replace("+asyncpg", "")
@@ -223,7 +223,7 @@ def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_
     imported = run_cli("personality", "import", str(card), "--owner", "42", database_url=url, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
     assert "Imported V3 card 'Seraphina' as personality 'seraphina'." in imported.stdout
-    assert f"avatar: {icon}" in imported.stdout  # no host for the picture here: the card's own URL
+    assert f"avatar:   {icon}" in imported.stdout  # no host for the picture here: the card's own URL
 
     shown = run_cli("personality", "show", "seraphina", database_url=url, cwd=tmp_path)
     assert "owner:            42" in shown.stdout
@@ -233,7 +233,7 @@ def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_
     exported = run_cli("personality", "export", "seraphina", "-o", str(out), database_url=url, cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     written = json.loads(out.read_text())
-    assert written["spec"] == "chara_card_v2" and written["avatar"] == icon
+    assert written["spec"] == "chara_card_v3" and written["avatar"] == icon
     assert {k: written["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
     to_stdout = run_cli("personality", "export", "seraphina", database_url=url, cwd=tmp_path)
     assert json.loads(to_stdout.stdout) == written

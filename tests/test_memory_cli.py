@@ -200,6 +200,12 @@ def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
     assert "skipped lines:   3" in out  # the hidden line, the narrator, the blank line
     code, out, _ = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
     assert "(0 new)" in out and "memories stored: 0" in out
+    # Another swipe of a reply kept in SillyTavern since: that exchange's memory is made again, whole.
+    chat.write_text(
+        SERAPHINA_CHAT.replace('"mes": "We will find Miso before nightfall."', '"mes": "At dawn."')
+    )
+    code, out, _ = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
+    assert "(1 new)" in out and "memories stored: 1" in out
 
     code, out, _ = run(
         capsys, "recall", "Miso's white paw", "--personality", "seraphina", "--user", "555", "--json"

@@ -107,6 +107,7 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
         skipped_lines=skipped,
         mode=MemoryMode(args.mode) if args.mode else None,
         progress=progress(f"Remembering {args.file.name}"),
+        replace_edited=args.format == "sillytavern",  # the whole chat as kept: a changed swipe replaces
     )
     f = report.formation
     print(f"messages read:   {report.messages_read} ({report.messages_new} new)")

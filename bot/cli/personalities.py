@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.cli import lore
 from bot.cli.output import CommandError, add_options, command_group, option_values
 
 if TYPE_CHECKING:
@@ -43,10 +44,16 @@ def add_commands(commands: Subcommands) -> None:
     card_import.add_argument("--name", help="the personality's name (default: the card's name)")
     card_import.add_argument("--owner", help="owner's Discord user id")
     card_import.set_defaults(handler=cmd_personality_import)
-    export = pcommands.add_parser("export", help="write a personality as a character card V2 (JSON)")
+    export = pcommands.add_parser(
+        "export", help="write a personality as a character card (V3 if it came as V3, else V2)"
+    )
     export.add_argument("name")
-    export.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+    export.add_argument(
+        "-o", "--output", type=Path, help="file to write: .json, or .png (default: JSON on standard output)"
+    )
+    export.add_argument("--image", type=Path, help="with -o FILE.png: the picture to put the card in")
     export.set_defaults(handler=cmd_personality_export)
+    lore.add_commands(pcommands)
 
 
 async def cmd_personality_create(args: argparse.Namespace, core: Core) -> None:
@@ -99,26 +106,35 @@ async def cmd_personality_import(args: argparse.Namespace, core: Core) -> None:
         by_operator=True,
         avatar_url=card.avatar_url,
     )
-    p, prompt = imported.personality, imported.prompt
+    p = imported.personality
     print(f"Imported {card.version} card {p.display_name!r} as personality {p.name!r}.")
-    print(f"prompt: {len(p.system_prompt):,} characters")
-    if prompt.examples_left_out:
-        print(
-            f"example dialogues: {prompt.examples_kept} of {prompt.examples} in the prompt "
-            "(the rest did not fit; the card keeps them)"
-        )
-    print(f"avatar: {p.avatar_url or '-'}")
+    print(f"prompt:   {len(p.system_prompt):,} characters")
+    for line in imported.report.lines():
+        print(line)
+    print(f"avatar:   {p.avatar_url or '-'}")
 
 
 async def cmd_personality_export(args: argparse.Namespace, core: Core) -> None:
-    from memory.owners.cards import export_card
+    from memory.owners.cards import export_card, export_png
 
-    text = json.dumps(export_card(await core.personalities.get(args.name)), ensure_ascii=False, indent=2)
-    if args.output is None:
-        print(text)
-        return
+    personality = await core.personalities.get(args.name)
+    as_png = args.output is not None and args.output.suffix.lower() == ".png"
+    if args.image is not None and not as_png:
+        raise CommandError("--image puts the card in a picture: give -o FILE.png too")
+    if not as_png:
+        text = json.dumps(export_card(personality), ensure_ascii=False, indent=2) + "\n"
+        if args.output is None:
+            print(text, end="")
+            return
+        data = text.encode("utf-8")
+    else:
+        try:
+            picture = args.image.read_bytes() if args.image is not None else None
+        except OSError as exc:
+            raise CommandError(f"cannot read {args.image}: {exc.strerror}") from None
+        data = export_png(personality, picture)
     try:
-        args.output.write_text(text + "\n", encoding="utf-8")
+        args.output.write_bytes(data)
     except OSError as exc:
         raise CommandError(f"cannot write {args.output}: {exc.strerror}") from None
     print(f"Wrote {args.output}.")

@@ -8,11 +8,17 @@ A reply (`"role": "assistant"`) answers the user line its `reply_to` names, else
 before it in the same venue (the channel and guild the reply names; any, when it names none), and is
 filed in that line's venue. In a channel where several users talk at once, only `reply_to` says who
 was answered: without it, each reply goes to whoever spoke last.
+
+A chat that is the whole of a conversation as the user kept it (a SillyTavern chat, whose user may
+have kept another swipe of a reply since the last import) is imported with `replace_edited`: a stored
+reply to a user line whose replies in the file are others is replaced by them, and that exchange's
+memory is formed anew.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,14 +27,18 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError
+from sqlalchemy import BigInteger, delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
 from memory.formation.exchanges import group_exchanges
-from memory.formation.forming import FormationReport, MemoryFormation
+from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport, MemoryFormation
+from memory.recall.store import forget_rows
 from memory.tokens import count_tokens
-from memory.types import MemoryMode, MessageRole
+from memory.types import MemoryMode, MemoryState, MessageRole
+from models import Memory, Message
 
 MAX_CONTENT_CHARS = 200_000
 # A transcript is read and validated whole before anything is stored (an import is all or nothing),
@@ -213,8 +223,12 @@ class TranscriptImporter:
         skipped_lines: int = 0,
         mode: MemoryMode | None = None,
         progress: ProgressFactory | None = None,
+        replace_edited: bool = False,
     ) -> ImportReport:
-        """Store the lines as messages (atomically), then form memories for their exchanges."""
+        """Store the lines as messages (atomically), then form memories for their exchanges.
+
+        replace_edited: the lines are the whole conversation as its user kept it (see the module
+        docstring), so a stored reply they no longer hold is replaced by the one they do."""
         venues: dict[str, tuple[Venue, list[LoggedMessage]]] = {}
         venue_of: dict[str, Venue] = {}  # user line id -> its venue
         latest = _LatestUserLines()
@@ -260,11 +274,15 @@ class TranscriptImporter:
         expected = sum(len(group_exchanges(messages).exchanges) for _, messages in venues.values())
         conversation_ids = []
         new = 0
+        forgotten: list[uuid.UUID] = []
         async with self._sessionmaker.begin() as session:
             for venue, messages in venues.values():
                 conversation_id = await ensure_conversation(session, personality_id, venue)
                 conversation_ids.append(conversation_id)
+                if replace_edited:
+                    forgotten += await _replace_edited_replies(session, conversation_id, messages)
                 new += await store_messages(session, conversation_id, messages)
+        await self._memory.store.drop_points(forgotten)
         report = FormationReport()
         step = progress(expected) if progress is not None and new else None
         for conversation_id in conversation_ids:
@@ -280,6 +298,56 @@ class TranscriptImporter:
             exchanges=report.exchanges,
             formation=report,
         )
+
+
+async def _replace_edited_replies(
+    session: AsyncSession, conversation_id: int, messages: list[LoggedMessage]
+) -> list[uuid.UUID]:
+    """Delete the stored replies to the chat's user lines that the chat no longer holds (another swipe
+    was kept), forget their exchanges' memories and make those exchanges pending again, under the
+    conversation's formation claim; the ids of the memories forgotten, for the index."""
+    kept: dict[str, set[str]] = {}  # a user line's id -> the ids of the chat's replies to it
+    for message in messages:
+        if message.role is MessageRole.ASSISTANT and message.reply_to is not None:
+            kept.setdefault(message.reply_to, set()).add(message.external_id)
+    if not kept:
+        return []
+    answered = aliased(Message)
+    stored = await session.execute(
+        select(Message.id, Message.external_id, answered.external_id)
+        .join(answered, Message.reply_to_id == answered.id)
+        .where(Message.conversation_id == conversation_id, answered.external_id.in_(sorted(kept)))
+    )
+    replaced = [(row_id, reply, user) for row_id, reply, user in stored if reply not in kept[user]]
+    if not replaced:
+        return []
+    # Wait for a pass forming these exchanges, and keep any other out until this is committed.
+    await session.execute(
+        select(func.pg_advisory_xact_lock(literal(CLAIM_LOCK_SPACE + conversation_id, BigInteger)))
+    )
+    gone = sorted(reply for _, reply, _ in replaced)
+    involved = sorted({user for _, _, user in replaced} | set(gone))
+    of_exchanges = (Memory.conversation_id == conversation_id, Memory.source_message_ids.overlap(involved))
+    sources = (
+        await session.scalars(
+            select(func.unnest(Memory.source_message_ids)).where(
+                *of_exchanges, Memory.state != MemoryState.DELETED.value
+            )
+        )
+    ).all()
+    forgotten = await forget_rows(session, *of_exchanges, tombstone=False)
+    await session.execute(delete(Message).where(Message.id.in_([row_id for row_id, _, _ in replaced])))
+    pending = sorted((set(sources) | set(involved)) - set(gone))
+    await session.execute(
+        update(Message)
+        .where(
+            Message.conversation_id == conversation_id,
+            Message.external_id.in_(pending),
+            Message.memory_excluded.is_(None),
+        )
+        .values(memory_processed_at=None)
+    )
+    return forgotten
 
 
 class _LatestUserLines:
