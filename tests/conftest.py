@@ -143,6 +143,7 @@ async def open_test_runtime(
         "qdrant_url": None,
         "personae_data_dir": data_dir,
         "llm_timeout": 5.0,
+        "catch_up_seconds": 0,  # no timer racing the test; the tests of the timer turn it on
         "llm_max_retries": 1,
         "admin_ids": ["900"],
     }

@@ -1,36 +1,24 @@
-"""/memory incognito through the real command tree, and chatting under it through the chat cog on
-dpytest's fake gateway, with the real services behind both: answered, never remembered, no 📝."""
+"""/memory incognito on the fake Discord, and chatting under it, with the real services behind both:
+answered, never remembered, no 📝."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from unittest.mock import AsyncMock
 
-import discord.ext.test as dpytest
-import pytest
 from sqlalchemy import select
 
-from bot.chat.cog import ChatCog
-from bot.client import PersonaeBot
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole
 from models import Memory, Message, Personality
+from testkit.fake_discord import CHANNEL, PLAIN_CHANNEL, FakeDiscord
 from testkit.llm_server import LLMTestServer
-from tests.bot.chatting import rows, say, sent_messages
-from tests.bot.interactions import DiscordHarness, open_harness
+from tests.bot.state import rows
 
 ALICE = 201
 BOB = 202
-
-
-@pytest.fixture
-async def harness(runtime: Any) -> AsyncIterator[DiscordHarness]:
-    async with open_harness(runtime) as harness:
-        yield harness
 
 
 def ends_at(text: str) -> datetime:
@@ -52,10 +40,10 @@ async def exclusion_of(runtime: Any, personality: Personality, user: int, create
 
 
 async def test_on_for_an_hour_shows_in_status_and_ends_by_itself(
-    harness: DiscordHarness, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
     now = datetime.now(UTC)
-    on = await harness.command(
+    on = await fake_discord.command(
         "memory incognito", user=ALICE, state="on", personality="sage", **{"for": "1h"}
     )
     assert on.reply.ephemeral
@@ -63,11 +51,13 @@ async def test_on_for_an_hour_shows_in_status_and_ends_by_itself(
     assert "nothing you say from now on becomes a memory" in on.text and "no 📝" in on.text
     end = ends_at(on.text)
     assert now + timedelta(minutes=59) <= end <= now + timedelta(minutes=61)
-    status = await harness.command("memory status", user=ALICE, personality="sage")
+    status = await fake_discord.command("memory status", user=ALICE, personality="sage")
     assert "Incognito: on with **Sage**, until <t:" in status.text
-    overall = await harness.command("memory status", user=ALICE)
+    overall = await fake_discord.command("memory status", user=ALICE)
     assert "Incognito: on with **Sage**" in overall.text
-    assert "Incognito: off" in (await harness.command("memory status", user=BOB, personality="sage")).text
+    assert (
+        "Incognito: off" in (await fake_discord.command("memory status", user=BOB, personality="sage")).text
+    )
 
     # An hour later (the service's clock moved, nobody slept) it is over, with nothing run to end it.
     later = end + timedelta(minutes=1)
@@ -79,42 +69,39 @@ async def test_on_for_an_hour_shows_in_status_and_ends_by_itself(
 
 
 async def test_on_for_every_personality_until_off_and_off(
-    harness: DiscordHarness, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
-    on = await harness.command("memory incognito", user=ALICE, state="on")
+    on = await fake_discord.command("memory incognito", user=ALICE, state="on")
     assert on.text.startswith("Incognito is on with every personality, until you turn it off.")
-    status = await harness.command("memory status", user=ALICE, personality="sage")
+    status = await fake_discord.command("memory status", user=ALICE, personality="sage")
     assert "Incognito: on with every personality, until you turn it off" in status.text
 
     # Naming one personality cannot end the span for all of them, and says so.
-    only_sage = await harness.command("memory incognito", user=ALICE, state="off", personality="sage")
+    only_sage = await fake_discord.command("memory incognito", user=ALICE, state="off", personality="sage")
     assert only_sage.text.startswith(
         "Incognito was not on with **Sage**. It is still on with every personality"
     )
-    off = await harness.command("memory incognito", user=ALICE, state="off")
+    off = await fake_discord.command("memory incognito", user=ALICE, state="off")
     assert off.reply.ephemeral and off.text.startswith("Incognito is off with every personality")
-    assert "Incognito: off" in (await harness.command("memory status", user=ALICE)).text
-    again = await harness.command("memory incognito", user=ALICE, state="off")
+    assert "Incognito: off" in (await fake_discord.command("memory status", user=ALICE)).text
+    again = await fake_discord.command("memory incognito", user=ALICE, state="off")
     assert again.text == "Incognito was not on with every personality."
-    unknown = await harness.command("memory incognito", user=ALICE, state="on", personality="nobody")
+    unknown = await fake_discord.command("memory incognito", user=ALICE, state="on", personality="nobody")
     assert "No personality named 'nobody'" in unknown.text
     assert await runtime.incognito.current(str(ALICE)) == []
 
 
 async def test_chatting_incognito_is_answered_without_a_memory_or_a_reaction(
-    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Your secret is safe with me."
-    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
-    alice = dpytest.get_config().members[0]
-    async with open_harness(runtime) as harness:
-        on = await harness.command("memory incognito", user=alice.id, state="on", personality="lilith")
+    on = await fake_discord.command("memory incognito", user=ALICE, state="on", personality="lilith")
     assert "Incognito is on with **Lilith**" in on.text
 
-    secret = await say("Lilith, my bank PIN is 4921.", channel=0)
-    [reply] = sent_messages()
+    secret = await fake_discord.say("Lilith, my bank PIN is 4921.", user=ALICE, channel=PLAIN_CHANNEL)
+    [reply] = fake_discord.sent_by_bot(PLAIN_CHANNEL)
     assert reply.content == "**Lilith**\nYour secret is safe with me."
-    bot.http.add_reaction.assert_not_awaited()
+    assert fake_discord.reactions == []
     stored = await rows(runtime)
     assert [(m.external_id, m.memory_excluded) for m in stored] == [
         (str(secret.id), "incognito"),
@@ -125,27 +112,24 @@ async def test_chatting_incognito_is_answered_without_a_memory_or_a_reaction(
     async with runtime.sessionmaker() as session:
         assert (await session.scalars(select(Memory))).all() == []
 
-    async with open_harness(runtime) as harness:
-        off = await harness.command("memory incognito", user=alice.id, state="off", personality="lilith")
+    off = await fake_discord.command("memory incognito", user=ALICE, state="off", personality="lilith")
     assert off.text.startswith("Incognito is off with **Lilith**")
     llm_server.responder = lambda body: "Biscuit, what a good name."
-    dog = await say("Lilith, my dog is called Biscuit.", channel=0)
-    assert len(sent_messages()) == 1  # answered, as before
-    bot.http.add_reaction.assert_awaited_once_with(dog.channel.id, dog.id, "📝")
+    dog = await fake_discord.say("Lilith, my dog is called Biscuit.", user=ALICE, channel=PLAIN_CHANNEL)
+    assert len(fake_discord.sent_by_bot(PLAIN_CHANNEL)) == 2  # answered, as before
+    assert fake_discord.reactions == [(PLAIN_CHANNEL, dog.id, "📝")]
     async with runtime.sessionmaker() as session:
         [memory] = (await session.scalars(select(Memory))).all()
     assert memory.source_message_ids[0] == str(dog.id) and "4921" not in memory.content
 
 
 async def test_incognito_with_one_personality_leaves_the_others_remembering(
-    bot: PersonaeBot, cog: ChatCog, runtime: Any, lilith: Personality, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, sage: Personality
 ) -> None:
-    bot.http.add_reaction = AsyncMock()  # type: ignore[method-assign]
-    alice = dpytest.get_config().members[0]
-    await runtime.incognito.start(str(alice.id), sage.id, None)
-    to_sage = await say("Sage, I failed my driving test.", channel=0)
-    to_lilith = await say("Lilith, I passed my exam.", channel=0)
-    assert len(sent_messages()) == 2  # both answered
-    bot.http.add_reaction.assert_awaited_once_with(to_lilith.channel.id, to_lilith.id, "📝")
+    await runtime.incognito.start(str(ALICE), sage.id, None)
+    to_sage = await fake_discord.say("Sage, I failed my driving test.", user=ALICE)
+    to_lilith = await fake_discord.say("Lilith, I passed my exam.", user=ALICE)
+    assert len(fake_discord.sent_by_bot(CHANNEL)) == 2  # both answered
+    assert fake_discord.reactions == [(CHANNEL, to_lilith.id, "📝")]
     excluded = {m.external_id: m.memory_excluded for m in await rows(runtime) if m.role == "user"}
     assert excluded == {str(to_sage.id): "incognito", str(to_lilith.id): None}

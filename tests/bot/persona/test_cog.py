@@ -4,7 +4,6 @@ LLM's requests), in what /memory export gives back, and in the /memory status li
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,8 +12,9 @@ from bot.memory.texts import persona_status
 from memory.chat.prompt import ELLIPSIS, PERSONA_HEADER
 from memory.tokens import count_message_tokens
 from models import Personality
+from testkit.fake_discord import FakeDiscord
 from testkit.llm_server import LLMTestServer
-from tests.bot.channels import Channels, chat_requests, open_channels, system_prompt
+from tests.memory.chat.turns import chat_requests
 from tests.memory.chat.windows import use_small_window
 
 ALICE = 201
@@ -22,13 +22,16 @@ BOB = 202
 
 
 @pytest.fixture
-async def channels(runtime: Any, lilith: Personality, sage: Personality) -> AsyncIterator[Channels]:
-    async with open_channels(runtime) as channels:
-        yield channels
+def personalities(lilith: Personality, sage: Personality) -> None:
+    """Lilith and Sage, for the persona a personality knows a user by."""
 
 
-async def test_set_show_and_clear(channels: Channels, runtime: Any) -> None:
-    command = channels.harness.command
+def system_prompt(request: dict[str, Any]) -> str:
+    return str(request["messages"][0]["content"])
+
+
+async def test_set_show_and_clear(fake_discord: FakeDiscord, personalities: None, runtime: Any) -> None:
+    command = fake_discord.command
     saved = await command(
         "persona set", user=ALICE, name="Alice", pronouns="she/her", about="A cartographer from Porto."
     )
@@ -67,8 +70,8 @@ async def test_set_show_and_clear(channels: Channels, runtime: Any) -> None:
     assert await runtime.personas.all_of(str(ALICE)) == []
 
 
-async def test_limits_are_clear_errors(channels: Channels, runtime: Any) -> None:
-    command = channels.harness.command
+async def test_limits_are_clear_errors(fake_discord: FakeDiscord, personalities: None, runtime: Any) -> None:
+    command = fake_discord.command
     too_long = await command("persona set", user=ALICE, name="Alice", about="a" * 1001)
     assert too_long.reply.ephemeral
     assert too_long.text == "The about text can be at most 1,000 characters long (1,001 given)."
@@ -84,16 +87,16 @@ async def test_limits_are_clear_errors(channels: Channels, runtime: Any) -> None
 
 
 async def test_the_personality_is_told_who_it_answers(
-    channels: Channels, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, personalities: None, runtime: Any, llm_server: LLMTestServer
 ) -> None:
-    command = channels.harness.command
+    command = fake_discord.command
     await command(
         "persona set", user=ALICE, name="Alice", pronouns="she/her", about="A cartographer from Porto."
     )
     await command("persona set", user=ALICE, name="Captain Al", about="Sails the Douro.", personality="sage")
     await command("persona set", user=BOB, name="Robert", pronouns="he/him", about="Bob's secret diary.")
-    await channels.say("Lilith, hello", user=BOB)
-    await channels.say("Lilith, any new maps?", user=ALICE)
+    await fake_discord.say("Lilith, hello", user=BOB)
+    await fake_discord.say("Lilith, any new maps?", user=ALICE)
     system = system_prompt(chat_requests(llm_server)[-1])
     assert f"{PERSONA_HEADER}\nAlice (she/her), who writes here as user{ALICE}." in system
     assert "About them: A cartographer from Porto." in system
@@ -103,14 +106,15 @@ async def test_the_personality_is_told_who_it_answers(
     # Bob's own answer carried his persona.
     assert "Robert (he/him)" in system_prompt(chat_requests(llm_server)[0]).split("Others")[0]
     # Sage knows Alice by the persona she gave Sage.
-    await channels.say("Sage, how is the garden?", user=ALICE)
+    await fake_discord.say("Sage, how is the garden?", user=ALICE)
     system = system_prompt(chat_requests(llm_server)[-1])
     assert "Captain Al, who writes here as" in system and "Sails the Douro." in system
     assert "cartographer" not in system
 
 
 async def test_a_long_about_is_cut_within_its_share_of_a_small_window(
-    channels: Channels,
+    fake_discord: FakeDiscord,
+    personalities: None,
     runtime: Any,
     lilith: Personality,
     llm_server: LLMTestServer,
@@ -118,8 +122,8 @@ async def test_a_long_about_is_cut_within_its_share_of_a_small_window(
 ) -> None:
     await use_small_window(runtime, lilith, llm_server, monkeypatch, window=1000)
     about = "I map rivers and name every bend after one of my aunts, from Ana to Zita. " * 13
-    await channels.harness.command("persona set", user=ALICE, name="Alice", about=about[:1000])
-    await channels.say("Lilith, what do you know about me?", user=ALICE)
+    await fake_discord.command("persona set", user=ALICE, name="Alice", about=about[:1000])
+    await fake_discord.say("Lilith, what do you know about me?", user=ALICE)
     request = chat_requests(llm_server)[-1]
     system = system_prompt(request)
     persona = system[system.index(PERSONA_HEADER) :]
@@ -134,9 +138,11 @@ async def test_a_long_about_is_cut_within_its_share_of_a_small_window(
     assert 50 < added <= 75
 
 
-async def test_the_export_carries_the_persona(channels: Channels, runtime: Any, sage: Personality) -> None:
-    await channels.harness.command("persona set", user=ALICE, name="Alice", pronouns="she/her")
-    exported = await channels.harness.command("memory export", user=ALICE)
+async def test_the_export_carries_the_persona(
+    fake_discord: FakeDiscord, personalities: None, runtime: Any, sage: Personality
+) -> None:
+    await fake_discord.command("persona set", user=ALICE, name="Alice", pronouns="she/her")
+    exported = await fake_discord.command("memory export", user=ALICE)
     [file] = exported.reply.attachments
     records = [json.loads(line) for line in file.data.decode().splitlines()]
     assert records == [
@@ -154,8 +160,10 @@ async def test_the_status_line(runtime: Any, sage: Personality) -> None:
     assert persona_status(own) == "Persona: **Captain Al**, set for this personality"
 
 
-async def test_memory_status_shows_the_persona_that_applies(channels: Channels, sage: Personality) -> None:
-    command = channels.harness.command
+async def test_memory_status_shows_the_persona_that_applies(
+    fake_discord: FakeDiscord, personalities: None, sage: Personality
+) -> None:
+    command = fake_discord.command
     await command("persona set", user=ALICE, name="Alice", pronouns="she/her")
     overall = await command("memory status", user=ALICE)
     assert "Persona: **Alice** (she/her), set for every personality" in overall.text

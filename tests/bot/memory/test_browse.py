@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from sqlalchemy import select
 from memory.recall.keywords import encode_sparse_query
 from memory.types import RecallFilter
 from models import Memory, Personality
-from tests.bot.interactions import DiscordHarness, SentMessage, open_harness
+from testkit.fake_discord import FakeDiscord, SentMessage
 from tests.bot.seeding import EXCHANGES, seed_memories
 
 ALICE = 201
@@ -27,12 +26,6 @@ HOBBIES = tuple(
         ("archery", "pottery", "fencing", "juggling", "origami", "rowing", "chess", "karate", "salsa")
     )
 )
-
-
-@pytest.fixture
-async def harness(runtime: Any) -> AsyncIterator[DiscordHarness]:
-    async with open_harness(runtime) as harness:
-        yield harness
 
 
 @pytest.fixture
@@ -69,7 +62,7 @@ def button(message: SentMessage, label: str) -> dict[str, Any]:
 
 
 async def test_browse_pages_through_twelve_memories_five_at_a_time(
-    harness: DiscordHarness, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
     assert await seed_memories(runtime, sage, str(ALICE), exchanges=EXCHANGES + HOBBIES) == 12
     await seed_memories(runtime, sage, str(BOB), exchanges=(("My dog is called Rex.", "Rex, nice."),))
@@ -78,7 +71,7 @@ async def test_browse_pages_through_twelve_memories_five_at_a_time(
     ]
     newest_first.reverse()
 
-    opened = await harness.command("memory browse", user=ALICE, guild=GUILD)
+    opened = await fake_discord.command("memory browse", user=ALICE, guild=GUILD)
     page = opened.reply
     assert page.ephemeral
     assert "page 1 of 3 (12 in all)" in page.content and "newest first" in page.content
@@ -88,53 +81,53 @@ async def test_browse_pages_through_twelve_memories_five_at_a_time(
     # Nothing picked yet: the actions wait for a pick.
     assert all(button(page, label).get("disabled") for label in ("Pin", "Edit", "Forget"))
 
-    await harness.click(page, "Next", user=ALICE, guild=GUILD)
+    await fake_discord.click(page, "Next", user=ALICE)
     assert "page 2 of 3" in page.content and shown_ids(page) == newest_first[5:10]
     assert "**6.**" in page.content
-    await harness.click(page, "Next", user=ALICE, guild=GUILD)
+    await fake_discord.click(page, "Next", user=ALICE)
     assert "page 3 of 3" in page.content and shown_ids(page) == newest_first[10:]
     assert button(page, "Next").get("disabled")
-    await harness.click(page, "Previous", user=ALICE, guild=GUILD)
+    await fake_discord.click(page, "Previous", user=ALICE)
     assert shown_ids(page) == newest_first[5:10]
 
     # Someone else's press is refused, and changes nothing.
-    refused = await harness.click(page, "Next", user=BOB, guild=GUILD)
+    refused = await fake_discord.click(page, "Next", user=BOB)
     assert refused.reply.ephemeral and "aren't yours" in refused.text
     assert shown_ids(page) == newest_first[5:10]
 
     # One personality's memories only, in a DM too.
     await runtime.personalities.create("Lilith", owner_id=str(OWNER))
-    empty = await harness.command("memory browse", user=ALICE, personality="lilith")
+    empty = await fake_discord.command("memory browse", user=ALICE, personality="lilith")
     assert empty.reply.ephemeral and empty.text == "You have no memories with **Lilith**."
-    dm = await harness.command("memory browse", user=ALICE, personality="sage")
+    dm = await fake_discord.command("memory browse", user=ALICE, personality="sage")
     assert dm.reply.ephemeral and "page 1 of 3" in dm.text and "with **Sage**" in dm.text
 
 
 async def test_pin_edit_and_forget_from_browse(
-    harness: DiscordHarness, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE))
-    page = (await harness.command("memory browse", user=ALICE)).reply
+    page = (await fake_discord.command("memory browse", user=ALICE)).reply
     dog_id = next(i for i, m in (await alice_memories(runtime)).items() if "Biscuit" in m.content)
     position = shown_ids(page).index(dog_id) + 1
 
-    await harness.choose(page, [dog_id], user=ALICE)
+    await fake_discord.choose(page, [dog_id], user=ALICE)
     assert not button(page, "Pin").get("disabled")
-    await harness.click(page, "Pin", user=ALICE)
+    await fake_discord.click(page, "Pin", user=ALICE)
     assert (await alice_memories(runtime))[dog_id].pinned
     assert f"**{position}.** Sage · 2024-03-10 📌 pinned · `{dog_id}`" in page.content
     assert "Pinned: recalled ahead" in page.content
-    await harness.click(page, "Unpin", user=ALICE)
+    await fake_discord.click(page, "Unpin", user=ALICE)
     assert not (await alice_memories(runtime))[dog_id].pinned
     assert "📌" not in page.content and button(page, "Pin")
 
     # Edit: a modal prefilled with the memory; the correction replaces it and is what recall finds.
     said = (await alice_memories(runtime))[dog_id].content
-    opened = await harness.click(page, "Edit", user=ALICE)
+    opened = await fake_discord.click(page, "Edit", user=ALICE)
     modal = opened.modal
     field = modal["components"][0]["components"][0]
     assert field["value"] == said
-    await harness.submit_modal(
+    await fake_discord.submit_modal(
         modal, {field["custom_id"]: "Alice's dog is Waffles, a greyhound."}, user=ALICE, message=page
     )
     corrected = (await alice_memories(runtime))[dog_id]
@@ -147,55 +140,55 @@ async def test_pin_edit_and_forget_from_browse(
     assert corrected.id not in await keyword_hits(runtime, sage, "Biscuit beach")
     assert await keyword_hits(runtime, sage, "Waffles") == [corrected.id]
     # An empty correction is refused, privately; the memory stays.
-    reopened = await harness.click(page, "Edit", user=ALICE)
-    refused = await harness.submit_modal(
+    reopened = await fake_discord.click(page, "Edit", user=ALICE)
+    refused = await fake_discord.submit_modal(
         reopened.modal, {field["custom_id"]: "   "}, user=ALICE, message=page
     )
     assert refused.reply.ephemeral and "can't be empty" in refused.text
     assert (await alice_memories(runtime))[dog_id].content == corrected.content
 
     # Forget asks first; Keep it changes nothing, Forget it deletes.
-    await harness.click(page, "Forget", user=ALICE)
+    await fake_discord.click(page, "Forget", user=ALICE)
     assert "This cannot be undone" in page.content
-    await harness.click(page, "Keep it", user=ALICE)
+    await fake_discord.click(page, "Keep it", user=ALICE)
     assert dog_id in await alice_memories(runtime)
-    await harness.click(page, "Forget", user=ALICE)
-    await harness.click(page, "Forget it", user=ALICE)
+    await fake_discord.click(page, "Forget", user=ALICE)
+    await fake_discord.click(page, "Forget it", user=ALICE)
     assert dog_id not in await alice_memories(runtime)
     assert "Forgotten" in page.content and dog_id not in shown_ids(page) and "(2 in all)" in page.content
     assert dog_id not in {str(i) for i in await runtime.memory._store.index.ids(sage.id)}
 
 
 async def test_browse_by_query_puts_the_best_match_first(
-    harness: DiscordHarness, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE), exchanges=EXCHANGES + HOBBIES)
     await seed_memories(runtime, sage, str(BOB), exchanges=(("My dog is called Rex.", "Rex, nice."),))
-    found = await harness.command("memory browse", user=ALICE, query="what is my dog called")
+    found = await fake_discord.command("memory browse", user=ALICE, query="what is my dog called")
     page = found.reply
     assert page.ephemeral and "matching “what is my dog called”" in page.content
     first = (await alice_memories(runtime))[shown_ids(page)[0]]
     assert "Biscuit" in first.content and "Rex" not in page.content
     # Pinned from the search's page: the page shows it as stored.
-    await harness.choose(page, [str(first.id)], user=ALICE)
-    await harness.click(page, "Pin", user=ALICE)
+    await fake_discord.choose(page, [str(first.id)], user=ALICE)
+    await fake_discord.click(page, "Pin", user=ALICE)
     assert "📌 pinned" in page.content and (await alice_memories(runtime))[str(first.id)].pinned
-    nothing = await harness.command("memory browse", user=BOB, query="Lisbon job", personality="sage")
+    nothing = await fake_discord.command("memory browse", user=BOB, query="Lisbon job", personality="sage")
     assert "Lisbon in March" not in nothing.text
 
 
 async def test_long_memories_share_discords_limit(
-    harness: DiscordHarness, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
     long = tuple(
         (f"Day {i}: " + "I walked along the river and counted herons. " * 30, "Lovely.") for i in range(6)
     )
     await seed_memories(runtime, sage, str(ALICE), exchanges=long)
-    page = (await harness.command("memory browse", user=ALICE)).reply
+    page = (await fake_discord.command("memory browse", user=ALICE)).reply
     assert len(page.content) <= 2000
     assert len(shown_ids(page)) == 5 and page.content.endswith(
         "Pick a memory below to pin, edit or forget it."
     )
-    await harness.choose(page, [shown_ids(page)[0]], user=ALICE)
-    await harness.click(page, "Forget", user=ALICE)
+    await fake_discord.choose(page, [shown_ids(page)[0]], user=ALICE)
+    await fake_discord.click(page, "Forget", user=ALICE)
     assert len(page.content) <= 2000 and page.content.endswith("This cannot be undone.")

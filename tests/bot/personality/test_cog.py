@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
+import discord
 import pytest
 from discord import app_commands
 from sqlalchemy import select
 
 from memory.owners.personality_fields import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
 from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
-from tests.bot.interactions import MANAGE_CHANNELS, DiscordHarness, open_harness
+from testkit.fake_discord import FakeDiscord
 from tests.bot.seeding import seed_memories
 
+MANAGE_CHANNELS = discord.Permissions(manage_channels=True).value
 OWNER = 101
 OTHER = 102
 ADMIN = 900
 GUILD = 300
 
 
-@pytest.fixture
-async def harness(runtime: Any) -> AsyncIterator[DiscordHarness]:
-    async with open_harness(runtime) as harness:
-        yield harness
-
-
-async def create(harness: DiscordHarness, name: str = "Lilith", user: int = OWNER, **extra: Any) -> Any:
-    return await harness.command(
+async def create(fake_discord: FakeDiscord, name: str = "Lilith", user: int = OWNER, **extra: Any) -> Any:
+    return await fake_discord.command(
         "personality create",
         user=user,
         name=name,
@@ -42,9 +37,9 @@ async def stored(runtime: Any, name: str) -> Personality | None:
         return await session.scalar(select(Personality).where(Personality.name == name))
 
 
-async def test_create_then_info_list_edit(harness: DiscordHarness, runtime: Any) -> None:
+async def test_create_then_info_list_edit(fake_discord: FakeDiscord, runtime: Any) -> None:
     created = await create(
-        harness, "Lilith", avatar="https://img.example/lilith.png", model="openai/gpt-4o-mini"
+        fake_discord, "Lilith", avatar="https://img.example/lilith.png", model="openai/gpt-4o-mini"
     )
     assert created.reply.ephemeral
     assert "Created **Lilith** (`lilith`)" in created.text
@@ -54,19 +49,19 @@ async def test_create_then_info_list_edit(harness: DiscordHarness, runtime: Any)
     assert row.chat_model == "openai/gpt-4o-mini"
     assert row.avatar_url == "https://img.example/lilith.png"
 
-    info = await harness.command("personality info", user=OTHER, personality="lilith")
+    info = await fake_discord.command("personality info", user=OTHER, personality="lilith")
     assert info.reply.ephemeral
     assert "Owner: <@101>" in info.text
     assert "Prompt:" not in info.text  # only the owner sees the prompt
     assert (
         "Prompt: You are Lilith."
-        in (await harness.command("personality info", user=OWNER, personality="lilith")).text
+        in (await fake_discord.command("personality info", user=OWNER, personality="lilith")).text
     )
 
-    listed = await harness.command("personality list", user=OWNER)
+    listed = await fake_discord.command("personality list", user=OWNER)
     assert "**Lilith** (`lilith`), memory verbatim (yours)" in listed.text
 
-    edited = await harness.command(
+    edited = await fake_discord.command(
         "personality edit",
         user=OWNER,
         personality="lilith",
@@ -79,24 +74,24 @@ async def test_create_then_info_list_edit(harness: DiscordHarness, runtime: Any)
     assert (row.display_name, row.system_prompt) == ("Lilith the Wise", "Be wise.")
 
 
-async def test_non_owner_is_refused_everywhere(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
+async def test_non_owner_is_refused_everywhere(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
     refusals = [
-        await harness.command("personality edit", user=OTHER, personality="lilith", prompt="Hacked"),
-        await harness.command("personality delete", user=OTHER, personality="lilith"),
-        await harness.command(
+        await fake_discord.command("personality edit", user=OTHER, personality="lilith", prompt="Hacked"),
+        await fake_discord.command("personality delete", user=OTHER, personality="lilith"),
+        await fake_discord.command(
             "personality memory", user=OTHER, personality="lilith", summarization="enabled"
         ),
-        await harness.command(
+        await fake_discord.command(
             "personality summarizer-model", user=OTHER, personality="lilith", model="openai/gpt-4o-mini"
         ),
-        await harness.command("personality summarizer-prompt", user=OTHER, personality="lilith"),
-        await harness.command("personality resummarize", user=OTHER, personality="lilith"),
+        await fake_discord.command("personality summarizer-prompt", user=OTHER, personality="lilith"),
+        await fake_discord.command("personality resummarize", user=OTHER, personality="lilith"),
     ]
     for invocation in refusals:
         assert invocation.reply.ephemeral
         assert "Only the owner of Lilith" in invocation.text
-    no_permission = await harness.command(
+    no_permission = await fake_discord.command(
         "personality activate", user=OTHER, personality="lilith", guild=GUILD, channel=501
     )
     assert no_permission.reply.ephemeral and "Manage Channels" in no_permission.text
@@ -105,9 +100,11 @@ async def test_non_owner_is_refused_everywhere(harness: DiscordHarness, runtime:
     assert (row.system_prompt, row.memory_mode, row.summarizer_model) == ("You are Lilith.", "verbatim", None)
 
 
-async def test_admin_may_change_any_personality(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    reply = await harness.command("personality edit", user=ADMIN, personality="lilith", prompt="Admin edit")
+async def test_admin_may_change_any_personality(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
+    reply = await fake_discord.command(
+        "personality edit", user=ADMIN, personality="lilith", prompt="Admin edit"
+    )
     assert "Updated." in reply.text
     row = await stored(runtime, "lilith")
     assert row is not None and row.system_prompt == "Admin edit"
@@ -124,23 +121,23 @@ async def test_admin_may_change_any_personality(harness: DiscordHarness, runtime
     ids=["bad-name", "unknown-provider", "not-allowed", "bad-avatar"],
 )
 async def test_create_bad_values_are_explained(
-    harness: DiscordHarness, runtime: Any, options: dict[str, str], message: str
+    fake_discord: FakeDiscord, runtime: Any, options: dict[str, str], message: str
 ) -> None:
     name = options.pop("name", "Lilith")
-    reply = await create(harness, name, **options)
+    reply = await create(fake_discord, name, **options)
     assert reply.reply.ephemeral
     assert message in reply.text
     assert await runtime.personalities.list() == []
 
 
-async def test_create_taken_name_and_over_long_prompt(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    again = await create(harness, "lilith", user=OTHER)
+async def test_create_taken_name_and_over_long_prompt(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
+    again = await create(fake_discord, "lilith", user=OTHER)
     assert "already exists" in again.text
     row = await stored(runtime, "lilith")
     assert row is not None and row.owner_id == str(OWNER)
     # Discord caps the option at MAX_PROMPT_LENGTH client-side; the service checks the limit too.
-    too_long = await harness.command(
+    too_long = await fake_discord.command(
         "personality edit", user=OWNER, personality="lilith", prompt="x" * (MAX_PROMPT_LENGTH + 1)
     )
     assert too_long.reply.ephemeral
@@ -149,36 +146,38 @@ async def test_create_taken_name_and_over_long_prompt(harness: DiscordHarness, r
     assert row is not None and row.system_prompt == "You are Lilith."
 
 
-async def test_unknown_personality_is_named(harness: DiscordHarness) -> None:
-    reply = await harness.command("personality info", user=OWNER, personality="nobody")
+async def test_unknown_personality_is_named(fake_discord: FakeDiscord) -> None:
+    reply = await fake_discord.command("personality info", user=OWNER, personality="nobody")
     assert reply.reply.ephemeral
     assert "No personality named 'nobody'" in reply.text
 
 
-async def test_autocomplete_matches_prefix(harness: DiscordHarness) -> None:
+async def test_autocomplete_matches_prefix(fake_discord: FakeDiscord) -> None:
     for name in ("Lilith", "Lila", "Sage"):
-        await create(harness, name)
-    result = await harness.autocomplete("personality info", "personality", user=OTHER, personality="li")
+        await create(fake_discord, name)
+    result = await fake_discord.autocomplete("personality info", "personality", user=OTHER, personality="li")
     assert [c["value"] for c in result.choices] == ["lila", "lilith"]
-    everything = await harness.autocomplete("personality info", "personality", user=OTHER, personality="")
+    everything = await fake_discord.autocomplete(
+        "personality info", "personality", user=OTHER, personality=""
+    )
     assert len(everything.choices) == 3
 
 
-async def test_delete_asks_then_deletes(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
+async def test_delete_asks_then_deletes(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
     lilith = await stored(runtime, "lilith")
     assert lilith is not None
     assert await seed_memories(runtime, lilith, "201") == 3
     index = runtime.memory._store.index
     assert len(await index.ids(lilith.id)) == 3
-    asked = await harness.command("personality delete", user=OWNER, personality="lilith")
+    asked = await fake_discord.command("personality delete", user=OWNER, personality="lilith")
     assert asked.reply.ephemeral
     assert [b["label"] for b in asked.reply.buttons] == ["Delete", "Cancel"]
     # Someone else can't press it.
-    stranger = await harness.click(asked.reply, "Delete", user=OTHER)
+    stranger = await fake_discord.click(asked.reply, "Delete", user=OTHER)
     assert "not yours" in stranger.text
     assert await stored(runtime, "lilith") is not None
-    await harness.click(asked.reply, "Delete", user=OWNER)
+    await fake_discord.click(asked.reply, "Delete", user=OWNER)
     assert "Deleted **Lilith**" in asked.reply.content
     assert asked.reply.buttons == []
     assert await stored(runtime, "lilith") is None
@@ -187,30 +186,30 @@ async def test_delete_asks_then_deletes(harness: DiscordHarness, runtime: Any) -
     assert await index.ids(lilith.id) == set()
 
 
-async def test_delete_cancelled_keeps_it(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    asked = await harness.command("personality delete", user=OWNER, personality="lilith")
-    await harness.click(asked.reply, "Cancel", user=OWNER)
+async def test_delete_cancelled_keeps_it(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
+    asked = await fake_discord.command("personality delete", user=OWNER, personality="lilith")
+    await fake_discord.click(asked.reply, "Cancel", user=OWNER)
     assert "Cancelled" in asked.reply.content
     assert await stored(runtime, "lilith") is not None
 
 
-async def test_memory_summarization_explains_the_change(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    on = await harness.command(
+async def test_memory_summarization_explains_the_change(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
+    on = await fake_discord.command(
         "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="hybrid"
     )
     assert "now stores new memories hybrid" in on.text
     assert "Existing memories stay as they are until you run `/personality resummarize`" in on.text
     row = await stored(runtime, "lilith")
     assert row is not None and row.memory_mode == "hybrid"
-    off = await harness.command(
+    off = await fake_discord.command(
         "personality memory", user=OWNER, personality="lilith", summarization="disabled"
     )
     assert "verbatim" in off.text
     row = await stored(runtime, "lilith")
     assert row is not None and row.memory_mode == "verbatim"
-    bad = await harness.command(
+    bad = await fake_discord.command(
         "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="sometimes"
     )
     assert bad.reply.ephemeral
@@ -219,20 +218,20 @@ async def test_memory_summarization_explains_the_change(harness: DiscordHarness,
 
 
 async def test_summarizer_model_by_config_allow_list_or_refusal(
-    harness: DiscordHarness, runtime: Any
+    fake_discord: FakeDiscord, runtime: Any
 ) -> None:
-    await create(harness, "Lilith")
+    await create(fake_discord, "Lilith")
     config = await runtime.llm_configs.add(
         "cheap", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key_env="CHEAP_KEY"
     )
-    by_config = await harness.command(
+    by_config = await fake_discord.command(
         "personality summarizer-model", user=OWNER, personality="lilith", model="cheap"
     )
     assert "config `cheap`" in by_config.text
     row = await stored(runtime, "lilith")
     assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (config.id, None)
 
-    by_string = await harness.command(
+    by_string = await fake_discord.command(
         "personality summarizer-model", user=OWNER, personality="lilith", model="ollama/llama3.1"
     )
     assert "`ollama/llama3.1`" in by_string.text
@@ -242,18 +241,18 @@ async def test_summarizer_model_by_config_allow_list_or_refusal(
         "ollama/llama3.1",
     )
 
-    refused = await harness.command(
+    refused = await fake_discord.command(
         "personality summarizer-model", user=OWNER, personality="lilith", model="anthropic/claude-3-haiku"
     )
     assert "config cheap" in refused.text and "model ollama/*" in refused.text
-    unknown = await harness.command(
+    unknown = await fake_discord.command(
         "personality summarizer-model", user=OWNER, personality="lilith", model="madeup/model"
     )
     assert "Unknown LLM provider" in unknown.text
     row = await stored(runtime, "lilith")
     assert row is not None and row.summarizer_model == "ollama/llama3.1"
 
-    reset = await harness.command(
+    reset = await fake_discord.command(
         "personality summarizer-model", user=OWNER, personality="lilith", model="default"
     )
     assert "the bot's default" in reset.text
@@ -263,25 +262,25 @@ async def test_summarizer_model_by_config_allow_list_or_refusal(
         assert await session.scalar(select(LLMConfig.name)) == "cheap"
 
 
-async def test_summarizer_prompt_modal_saves_and_resets(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    opened = await harness.command("personality summarizer-prompt", user=OWNER, personality="lilith")
+async def test_summarizer_prompt_modal_saves_and_resets(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
+    opened = await fake_discord.command("personality summarizer-prompt", user=OWNER, personality="lilith")
     modal = opened.modal
     text_input = modal["components"][0]["components"][0]
     assert text_input.get("value") in (None, "")
-    saved = await harness.submit_modal(modal, {text_input["custom_id"]: "Keep the jokes."}, user=OWNER)
+    saved = await fake_discord.submit_modal(modal, {text_input["custom_id"]: "Keep the jokes."}, user=OWNER)
     assert saved.reply.ephemeral and "Saved **Lilith**'s summarizer prompt" in saved.text
     async with runtime.sessionmaker() as session:
         prompt = await session.scalar(select(SystemPrompt))
     assert prompt is not None and (prompt.prompt_type, prompt.content) == ("summarizer", "Keep the jokes.")
 
-    reopened = await harness.command("personality summarizer-prompt", user=OWNER, personality="lilith")
+    reopened = await fake_discord.command("personality summarizer-prompt", user=OWNER, personality="lilith")
     assert reopened.modal["components"][0]["components"][0]["value"] == "Keep the jokes."
-    too_long = await harness.submit_modal(
+    too_long = await fake_discord.submit_modal(
         reopened.modal, {text_input["custom_id"]: "y" * (MAX_SUMMARIZER_PROMPT_LENGTH + 1)}, user=OWNER
     )
     assert "limit is 4000" in too_long.text
-    cleared = await harness.submit_modal(reopened.modal, {text_input["custom_id"]: "  "}, user=OWNER)
+    cleared = await fake_discord.submit_modal(reopened.modal, {text_input["custom_id"]: "  "}, user=OWNER)
     assert "default summarizer prompt again" in cleared.text
     async with runtime.sessionmaker() as session:
         assert await session.scalar(select(SystemPrompt)) is None
@@ -289,13 +288,13 @@ async def test_summarizer_prompt_modal_saves_and_resets(harness: DiscordHarness,
     assert row is not None and row.summarizer_prompt_id is None
 
 
-async def test_activate_needs_manage_channels_in_guilds(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    refused = await harness.command(
+async def test_activate_needs_manage_channels_in_guilds(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Lilith")
+    refused = await fake_discord.command(
         "personality activate", user=OTHER, guild=GUILD, channel=501, personality="lilith"
     )
     assert "Manage Channels" in refused.text
-    done = await harness.command(
+    done = await fake_discord.command(
         "personality activate",
         user=OTHER,
         guild=GUILD,
@@ -308,7 +307,7 @@ async def test_activate_needs_manage_channels_in_guilds(harness: DiscordHarness,
     async with runtime.sessionmaker() as session:
         binding = await session.scalar(select(ChannelBinding))
     assert binding is not None and (binding.channel_id, binding.guild_id) == ("501", str(GUILD))
-    again = await harness.command(
+    again = await fake_discord.command(
         "personality activate",
         user=OTHER,
         guild=GUILD,
@@ -317,7 +316,7 @@ async def test_activate_needs_manage_channels_in_guilds(harness: DiscordHarness,
         personality="lilith",
     )
     assert again.reply.ephemeral and "already answers" in again.text
-    off = await harness.command(
+    off = await fake_discord.command(
         "personality deactivate",
         user=OTHER,
         guild=GUILD,
@@ -330,25 +329,27 @@ async def test_activate_needs_manage_channels_in_guilds(harness: DiscordHarness,
         assert await session.scalar(select(ChannelBinding)) is None
 
 
-async def test_any_user_chooses_a_personality_in_their_own_dm(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Lilith")
-    chosen = await harness.command("personality activate", user=OTHER, channel=601, personality="lilith")
+async def test_any_user_chooses_a_personality_in_their_own_dm(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    await create(fake_discord, "Lilith")
+    chosen = await fake_discord.command("personality activate", user=OTHER, channel=601, personality="lilith")
     assert "now answers" in chosen.text
     assert [p.name for p in await runtime.bindings.bound_personalities(["601"])] == ["lilith"]
-    left = await harness.command("personality deactivate", user=OTHER, channel=601, personality="lilith")
+    left = await fake_discord.command("personality deactivate", user=OTHER, channel=601, personality="lilith")
     assert "no longer answers" in left.text
     assert await runtime.bindings.bound_personalities(["601"]) == []
 
 
-async def test_resummarize_runs_in_background_with_progress(harness: DiscordHarness, runtime: Any) -> None:
-    await create(harness, "Sage")
+async def test_resummarize_runs_in_background_with_progress(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await create(fake_discord, "Sage")
     sage = await stored(runtime, "sage")
     assert sage is not None
     assert await seed_memories(runtime, sage, "201") == 3
-    refused = await harness.command("personality resummarize", user=OWNER, personality="sage")
+    refused = await fake_discord.command("personality resummarize", user=OWNER, personality="sage")
     assert "stores memories verbatim" in refused.text  # summarization must be on first
-    await harness.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
-    run = await harness.command("personality resummarize", user=OWNER, personality="sage")
+    await fake_discord.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
+    run = await fake_discord.command("personality resummarize", user=OWNER, personality="sage")
     reply = run.reply
     assert reply.ephemeral
     assert reply.edits >= 2  # "0 of 3", progress, then the result
@@ -360,9 +361,9 @@ async def test_resummarize_runs_in_background_with_progress(harness: DiscordHarn
 
 
 async def test_the_prompt_limit_is_one_for_the_slash_options_and_the_service(
-    harness: DiscordHarness, runtime: Any
+    fake_discord: FakeDiscord, runtime: Any
 ) -> None:
-    group = harness.tree.get_command("personality")
+    group = fake_discord.bot.tree.get_command("personality")
     assert isinstance(group, app_commands.Group)
     for name in ("create", "edit"):
         command = group.get_command(name)
@@ -370,19 +371,19 @@ async def test_the_prompt_limit_is_one_for_the_slash_options_and_the_service(
         prompt = next(p for p in command.parameters if p.name == "prompt")
         # What Discord lets a user type is what the service accepts; 6000 is Discord's cap for an option.
         assert prompt.max_value == MAX_PROMPT_LENGTH <= 6000, name
-    created = await create(harness, "Lilith", prompt="x" * MAX_PROMPT_LENGTH)
+    created = await create(fake_discord, "Lilith", prompt="x" * MAX_PROMPT_LENGTH)
     assert "Created **Lilith**" in created.text
     row = await stored(runtime, "lilith")
     assert row is not None and len(row.system_prompt) == MAX_PROMPT_LENGTH
 
 
 async def test_an_error_on_an_expired_interaction_is_logged_not_raised(
-    harness: DiscordHarness, caplog: pytest.LogCaptureFixture
+    fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The first response came after Discord's 3 s: every answer the error handler tries gets a 404.
-    unknown = await harness.command("personality info", user=OWNER, personality="nobody", expired=True)
+    unknown = await fake_discord.command("personality info", user=OWNER, personality="nobody", expired=True)
     assert unknown.replies == []
-    failing = await harness.command("personality list", user=OWNER, expired=True)
+    failing = await fake_discord.command("personality list", user=OWNER, expired=True)
     assert failing.replies == []
     reported = [r.getMessage() for r in caplog.records if "Could not report an error" in r.getMessage()]
     assert len(reported) == 2
