@@ -1,12 +1,6 @@
 """The composition root: settings -> database -> services, built in one place and closed together.
-
-Two sizes, each opened by its own context manager:
-- `Core` (`open_core`): the database and the services over it, for commands that need no vector index;
-- `Runtime` (`open_runtime`): the Core plus the LLM client, the index-backed memory service, the
-  importer and the chat service, for the bot and the commands that form or recall memories. The
-  embedded vector index is held by one process at a time, so only these open it.
-Nothing in either is optional: what a command gets, exists.
-"""
+`open_core` gives the database and the owner services (commands that need no index); `open_runtime`
+adds the index and the memory and chat services (`build_runtime`, over memory.wiring)."""
 
 from __future__ import annotations
 

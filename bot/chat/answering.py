@@ -1,9 +1,6 @@
 """A Discord message answered as the personality it addresses: routed (bots, webhooks and the bot itself
-never are), then one chat turn (ChatService.answer) whose reply goes into the message's channel
-(`ChannelDelivery`: typing while the model writes, the webhook or the bot's own message, 🔄 on it, 📝 on
-the message once remembered). A message is stored before anything Discord does can fail; a failure is
-a short notice and a logged error. Used by the chat cog for live messages and by the catch-up for
-missed ones."""
+never are), then one chat turn whose reply goes into the message's channel (`ChannelDelivery`); a
+failure is a short notice. Used for live messages and for those caught up."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Catching up: memories left to form (PendingMemories), and what was said while the bot was offline
-(MissedMessages): read back on every (re)connect, stored, remembered, and answered when still recent.
-
-On READY and RESUMED the chat cog asks for a run. Each place the bot chats in (memory.chat.missed:
-bound channels, DM channels with a conversation) is read from Discord's history after the newest
-message stored there. User messages that address a personality (the routing rules of live chat) are
-stored, and so are the personality's own replies found there (sent before a crash could store them).
-The newest recent message of each user to each personality that got no reply is answered the usual
-way; older ones are only remembered. Storage is idempotent, so a second run stores nothing twice.
-"""
+"""Catching up: what was said while the bot was away, read back on every (re)connect, stored,
+remembered and answered when still recent (`MissedMessages`); memories a crash left, formed at start
+and on a timer (`PendingMemories`). Storing is idempotent: a second read stores nothing twice."""
 
 from __future__ import annotations
 

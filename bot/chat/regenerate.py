@@ -1,14 +1,6 @@
-"""The 🔄 button on a personality's reply: the model answers the same message again, in place.
-
-The button is a DynamicItem: its custom id names the conversation and the message answered, so it works
-after a restart without any view kept in memory. A press is an event (REGENERATE_EVENT) that the chat
-cog answers with `answer_again`: memory.chat.regenerate checks that this user was the one answered
-(others are refused privately) and that the reply is still the conversation's latest (an older reply's
-button is taken off, and the presser told why); then the bot thinks (privately, for the presser) and
-one chat turn answers again, its reply put where the old one is (`InPlaceDelivery`: the webhook's
-message edited, or the bot's own in a DM; all of its parts when it was split). The exchange is then
-remembered anew from the answer that stays, as after any reply.
-"""
+"""The 🔄 on a personality's latest reply: a `DynamicItem` (it survives restarts) whose press the chat
+cog answers with `answer_again`, one chat turn delivered in place of the old reply (`InPlaceDelivery`);
+refusals are private to the presser."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""How a personality's reply reaches a channel: through a webhook with its name and avatar, or, where
-the bot may not manage webhooks (a DM, a missing permission), as the bot's own message under the
-personality's name in bold. Model output never pings anyone. A reply too long for one message goes out
-in parts; a view (the regenerate button) rides on the last part. A regenerated reply replaces the old
-one in place (`replace`): its parts are edited, extra old parts deleted, extra new parts sent. The
-typing indicator is best-effort: Discord's side effects never decide whether a message is stored or
-answered.
-"""
+"""How a reply reaches a channel: through the channel's webhook under the personality's name and avatar,
+or as the bot's own message with the name in bold; split under Discord's limit, nobody pinged, the view
+on the last part, and put in place of an earlier reply part by part (`replace`)."""
 
 from __future__ import annotations
 

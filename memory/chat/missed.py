@@ -1,14 +1,6 @@
-"""What the bot missed while it was offline: where to read again and from which message on, which
-missed message still deserves an answer, and where remembered messages were said.
-
-The front door reads each place's history after the newest message stored there (Discord's
-`channel.history(after=...)`), stores what it finds through the chat service (idempotent: a message
-is stored once per conversation and external id) and answers only what is recent. This module knows
-no Discord: only the message log and the bindings (`MissedMessageLog`, held by the chat service).
-Places are the channels bound to a personality and the DM channels of DM conversations. External ids
-of live chat are Discord snowflakes (digits only, growing with time); ids made up by imports are not
-and never mark a place as read.
-"""
+"""What the bot missed while away, as the message log and the bindings tell: the places to read again
+and from which message on, which missed message still deserves an answer, where remembered messages
+were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do."""
 
 from __future__ import annotations
 

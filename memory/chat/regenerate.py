@@ -1,14 +1,6 @@
-"""Regenerate: the personality answers the same message again, and the new answer replaces the old.
-
-Only the latest reply of a conversation can be regenerated, and only by the user it answered. The turn
-is the chat service's own (`ChatService.answer` with the request `request_again` gives): the same
-prompt path as the first answer and the same model call; then, before the new text goes where the old
-one was (Discord edits it in place), the checks again, as a newer reply may have come in while the
-model wrote; then the reply's rows take the new text (`replace`: the same rows, one per part) and the
-memory formed from the old answer is removed, so the turn's formation forms the exchange from the
-answer that stays. The rolling summary never holds a reply that can still be regenerated
-(memory.chat.rolling, `settled_only`); a summary made before that rule is checked for all the same.
-"""
+"""Answering a message again (🔄): who may and when (only the user answered, only the latest reply,
+one at a time, never a reply already in the summary), and the reply's rows replaced by the new answer
+with the old answer's memory unformed. The turn itself is ChatService.answer's."""
 
 from __future__ import annotations
 

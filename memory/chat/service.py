@@ -1,14 +1,7 @@
-"""A chat turn: a message addressed to a personality is stored, answered and remembered.
-
-`ChatService.answer` is the turn, the one way a message is answered (Discord, the terminal chat,
-catching up, 🔄): store the message (in the log before anything acts on it), recall beside it and build
-the prompt within the token budget, call the personality's model, hand the reply to the caller's
-`ReplyDelivery` (Discord, the terminal, in place of an earlier reply), record what was delivered,
-release the message for formation, then form its memories and update the rolling summary
-(memory.chat.after_reply). Takes plain ids and strings and knows no Discord. Who is addressed is the
-routing directory's question (memory.chat.routing); the turn's data is memory.chat.turns, which callers
-import from here too; the checks and rows of answering again are memory.chat.regenerate.
-"""
+"""The chat turn: `ChatService.answer` stores a message, recalls, builds the prompt within its budget,
+calls the personality's model, hands the reply to the caller's `ReplyDelivery`, records it, releases
+the message for formation and forms its memories. Every front door answers through it; knows no
+Discord. The turn's types are memory.chat.turns (imported from here by callers)."""
 
 from __future__ import annotations
 
