@@ -66,10 +66,11 @@ class Runtime(Core):
 
 
 async def database_url(settings: BotSettings) -> str:
-    """DATABASE_URL, or the embedded PostgreSQL under the data directory."""
+    """DATABASE_URL, or the embedded PostgreSQL under the data directory (left running for the next
+    command: `personae db stop` stops it)."""
     if settings.database_url:
         return settings.database_url
-    return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir)
+    return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir, keep_running=True)
 
 
 def build_core(
@@ -106,6 +107,13 @@ async def open_core(settings: BotSettings) -> AsyncIterator[Core]:
         await engine.dispose()
 
 
+def make_deployment_embedder(settings: BotSettings, *, load_now: bool = False) -> Embedder:
+    """The embedder EMBEDDING_MODEL names; `load_now`: start loading it at once (in the background)."""
+    from memory.recall.embedders import make_embedder
+
+    return make_embedder(settings.embedding_model, api_base=settings.embedding_api_base, load_now=load_now)
+
+
 def build_runtime(core: Core, *, index: VectorIndex, embedder: Embedder, llm: LLMClient) -> Runtime:
     """The Core and the memory and chat services over it, on an open index (memory.wiring)."""
     from memory.wiring import wire_memory_services
@@ -131,37 +139,46 @@ def build_runtime(core: Core, *, index: VectorIndex, embedder: Embedder, llm: LL
 
 @asynccontextmanager
 async def open_memory_services(
-    core: Core, *, embedder: Embedder | None = None, rebuild_index: bool = False
+    core: Core,
+    *,
+    embedder: Embedder | None = None,
+    rebuild_index: bool = False,
+    index_when_used: bool = False,
 ) -> AsyncIterator[Runtime]:
     """Open the vector index and build the memory and chat services over the Core; closed on exit.
 
     rebuild_index: a damaged embedded index is started empty (a full reindex refills it) instead of
     refusing to open with a line that names `personae reindex`.
+    index_when_used: the index opens at its first use, not now (a command that may only read
+    PostgreSQL runs while another process holds the embedded index).
     """
     from memory.llm import LLMClient
     from memory.recall.backends import open_vector_index
-    from memory.recall.embedders import make_embedder
+    from memory.recall.index import IndexOpenedWhenUsed
 
     settings = core.settings
     api_key = settings.qdrant_api_key
-    index = open_vector_index(
-        qdrant_url=settings.qdrant_url,
-        qdrant_api_key=api_key.get_secret_value() if api_key else None,
-        data_dir=settings.personae_data_dir,
-        rebuild_if_damaged=rebuild_index,
-    )
+
+    def open_index() -> VectorIndex:
+        return open_vector_index(
+            qdrant_url=settings.qdrant_url,
+            qdrant_api_key=api_key.get_secret_value() if api_key else None,
+            data_dir=settings.personae_data_dir,
+            rebuild_if_damaged=rebuild_index,
+        )
+
+    index = IndexOpenedWhenUsed(open_index) if index_when_used else open_index()
     try:
         runtime = build_runtime(
             core,
             index=index,
-            embedder=embedder
-            or make_embedder(settings.embedding_model, api_base=settings.embedding_api_base),
+            embedder=embedder or make_deployment_embedder(settings),
             llm=LLMClient(
                 max_concurrency_per_provider=settings.llm_concurrency_per_provider,
                 max_retries=settings.llm_max_retries,
             ),
         )
-        if not rebuild_index and (lost := await runtime.memory.lost_from_index()):
+        if not (rebuild_index or index_when_used) and (lost := await runtime.memory.lost_from_index()):
             log.warning(
                 "The vector index is empty but PostgreSQL holds %d indexed memories: recall finds "
                 "nothing until `personae reindex` rebuilds it",

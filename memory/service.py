@@ -19,7 +19,14 @@ from memory.formation import corrections, forming, steering
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.corrections import MAX_CORRECTION_CHARS
 from memory.formation.forming import FormationReport, MemoryFormation
-from memory.formation.importer import TranscriptLine, parse_transcript, read_transcript, read_transcript_text
+from memory.formation.importer import (
+    SkippedLine,
+    TranscriptLine,
+    parse_transcript,
+    parse_transcript_lines,
+    read_transcript,
+    read_transcript_text,
+)
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies
 from memory.formation.resummarize import resummarize
@@ -30,6 +37,7 @@ from memory.formation.summarizer import ExchangeSummarizer
 from memory.formation.worker import run_worker
 from memory.owners.incognito import IncognitoService, IncognitoSpan
 from memory.owners.model_configs import ModelConfigResolver
+from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService
 from memory.recall import curation, upkeep
@@ -55,10 +63,12 @@ __all__ = [
     "ModeStats",
     "RecalledMemory",
     "RememberReport",
+    "SkippedLine",
     "TranscriptLine",
     "Venue",
     "parse_sillytavern",
     "parse_transcript",
+    "parse_transcript_lines",
     "read_transcript",
     "read_transcript_text",
     "run_worker",
@@ -310,6 +320,15 @@ class MemoryService:
     async def stats(self, *, personality_id: int | None = None, user_id: str | None = None) -> MemoryStats:
         """Live memories of a personality (or all), of one user (or all), by mode and summarizer."""
         return await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
+
+    async def delete_personality(
+        self, personalities: PersonalityService, name: str, *, actor: str | None
+    ) -> Personality:
+        """Delete a personality with its conversations and memories (the owner rules apply), then
+        drop its points from the index."""
+        personality = await personalities.delete(name, actor=actor)
+        await self.reindex(personality_id=personality.id)
+        return personality
 
     # ------------------------------------------------------------------- maintenance
 

@@ -82,6 +82,7 @@ def test_lore_list_add_edit_enable_disable(cli_env: Path, capsys: pytest.Capture
     # The lore goes out with the card and comes back with it.
     card = cli_env / "plain.json"
     assert run(capsys, "personality", "export", "plain", "-o", str(card))[0] == 0
+    assert run(capsys, "personality", "delete", "plain", "--yes")[0] == 0  # a copy beside it reads alike
     assert run(capsys, "personality", "import", str(card), "--name", "plain-2")[0] == 0
     assert run(capsys, "personality", "lore", "plain-2", "list")[1] == listed.replace(
         "off  always", "on   always"
@@ -94,7 +95,7 @@ def test_card_import_report_and_png_export(cli_env: Path, capsys: pytest.Capture
     code, out, err = run(capsys, "personality", "import", str(card))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == "Imported V3 card 'Seraphina' as personality 'seraphina'."
+    assert lines[0] == "Imported V3 card 'Seraphina' as personality 'seraphina' (verbatim)."
     assert lines[2].startswith("uses:     system prompt, description,") and "lorebook (5 entries" in lines[2]
     assert lines[3].startswith("not used: creator notes,") and lines[3].endswith("(kept; exported back)")
     assert lines[4] == (
@@ -104,13 +105,14 @@ def test_card_import_report_and_png_export(cli_env: Path, capsys: pytest.Capture
 
     png = cli_env / "seraphina.png"
     assert run(capsys, "personality", "export", "seraphina", "-o", str(png)) == (0, f"Wrote {png}.\n", "")
+    assert run(capsys, "personality", "delete", "seraphina", "--yes")[0] == 0  # a copy beside it reads alike
     code, out, err = run(capsys, "personality", "import", str(png), "--name", "sera-png")
     assert code == 0, err
-    assert out.startswith("Imported V3 card 'Seraphina' as personality 'sera-png'.")
+    assert out.startswith("Imported V3 card 'Seraphina' as personality 'sera-png' (verbatim).")
     code, exported, _ = run(capsys, "personality", "export", "sera-png")
     assert json.loads(exported)["data"] == SERAPHINA_V3["data"]
 
-    code, _, err = run(capsys, "personality", "export", "seraphina", "--image", str(png))
-    assert (code, err) == (1, "personae: --image puts the card in a picture: give -o FILE.png too\n")
-    code, _, err = run(capsys, "personality", "export", "seraphina", "-o", str(png), "--image", str(card))
+    code, _, err = run(capsys, "personality", "export", "sera-png", "--image", str(png))
+    assert (code, err) == (1, "personae: --image puts the card in a picture: give -o FILE.png too.\n")
+    code, _, err = run(capsys, "personality", "export", "sera-png", "-o", str(png), "--image", str(card))
     assert (code, err) == (1, "personae: The picture is not a PNG the card can go in: Not a PNG file.\n")

@@ -235,7 +235,7 @@ class ChatService:
             log.exception("Recall failed for personality %s", request.personality_id)
             return []
         # A memory of this very message's exchange (its reply being regenerated) is not recalled into it.
-        return [m.content for m in recalled if request.message_id not in m.source_message_ids]
+        return [m.text_with_context for m in recalled if request.message_id not in m.sources_with_context]
 
     async def _build_prompt(
         self, prepared: PreparedReply, recall: asyncio.Task[list[str]] | None = None

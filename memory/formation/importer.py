@@ -123,6 +123,14 @@ class TranscriptLine(BaseModel):
     reply_to: ExternalId = None
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line of a transcript that holds nothing to remember, and why."""
+
+    line_no: int
+    reason: str
+
+
 @dataclass
 class ImportReport:
     messages_read: int
@@ -144,13 +152,19 @@ def line_error(line_no: int, error: ValidationError) -> InvalidInputError:
 
 def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
     """Validate every line; return the messages and how many lines were skipped (blank or empty)."""
+    lines, skipped = parse_transcript_lines(text)
+    return lines, len(skipped)
+
+
+def parse_transcript_lines(text: str) -> tuple[list[TranscriptLine], list[SkippedLine]]:
+    """Validate every line; return the messages and the lines skipped, with why."""
     lines: list[TranscriptLine] = []
-    skipped = 0
+    skipped: list[SkippedLine] = []
     seen: set[str] = set()
     roles: dict[str, MessageRole] = {}  # the stored lines so far, by id
     for line_no, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
-            skipped += 1
+            skipped.append(SkippedLine(line_no, "blank"))
             continue
         try:
             record = json.loads(raw)
@@ -169,7 +183,7 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
             raise InvalidInputError(f"line {line_no}: id {line.id!r} appears twice in the file")
         seen.add(line.id)
         if not line.content.strip():
-            skipped += 1
+            skipped.append(SkippedLine(line_no, "empty content"))
             continue
         if line.role is MessageRole.ASSISTANT and line.reply_to is not None:
             answered = roles.get(line.reply_to)

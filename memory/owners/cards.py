@@ -36,6 +36,7 @@ from memory.owners.card_png import (
 from memory.owners.card_prompt import ComposedPrompt, card_chat, compose_prompt
 from memory.owners.lore import read_lorebook, unsupported_features
 from memory.owners.personality_fields import slugify, validate_avatar_url
+from memory.types import MemoryMode
 
 if TYPE_CHECKING:
     from memory.owners.personalities import PersonalityService
@@ -303,13 +304,16 @@ async def create_from_card(
     owner_id: str | None = None,
     by_operator: bool,
     avatar_url: str | None = None,
+    memory_mode: MemoryMode | str = MemoryMode.VERBATIM,
+    display_name: str | None = None,
 ) -> CardImport:
     """A new personality from the card, named `name` or after the card; a taken name is refused.
 
     The operator (the CLI) creates as `personality create` does; a user creates as /personality
-    create does, within its rules (who may create, how many each owns).
+    create does, within its rules (who may create, how many each owns). `display_name`: shown instead
+    of the card's name (a second copy of a card cannot read like the first).
     """
-    display = card.fields.name.strip()
+    display = (display_name or card.fields.name).strip()
     slug = slugify(name if name is not None else display)
     if not slug:
         source = f"The name {name!r}" if name is not None else f"The card's name {display!r}"
@@ -324,9 +328,13 @@ async def create_from_card(
             owner_id=owner_id,
             avatar_url=avatar_url,
             card=stored,
+            memory_mode=memory_mode,
         )
         if not created:
-            raise InvalidInputError(f"A personality named {slug!r} already exists; pick another name.")
+            raise InvalidInputError(
+                f"A personality named {slug!r} already exists; import the card under another name with "
+                "--name NAME."
+            )
     else:
         if owner_id is None:
             raise InvalidInputError("A user's import needs its owner.")

@@ -352,6 +352,7 @@ async def test_import_creates_the_personality_and_export_round_trips(
     for field, value in SERAPHINA_V2["data"].items():
         assert exported["data"][field] == value, field
 
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     again = await create_from_card(
         service, parse_card(as_json(exported)), name="Seraphina Copy", by_operator=True
     )
@@ -374,6 +375,7 @@ async def test_an_edited_prompt_is_exported_as_the_cards_system_prompt(
     assert data["system_prompt"] == "You are Seraphina, now terse."
     assert data["description"] == data["mes_example"] == ""  # they are in the prompt the owner edited
     assert data["first_mes"] == SERAPHINA_V2["data"]["first_mes"]
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     copy = await create_from_card(
         service, parse_card(as_json({"spec": "chara_card_v2", "data": data})), name="c", by_operator=True
     )
@@ -449,6 +451,7 @@ async def test_a_v3_card_exported_and_imported_again_is_equal_field_by_field(
     exported = export_card(await service.get("seraphina"))
     assert (exported["spec"], exported["spec_version"]) == ("chara_card_v3", "3.0")
     assert exported["data"] == SERAPHINA_V3_DATA
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     again = await create_from_card(service, parse_card(as_json(exported)), name="again", by_operator=True)
     assert export_card(again.personality)["data"] == SERAPHINA_V3_DATA
 

@@ -266,6 +266,7 @@ async def test_lore_is_listed_added_edited_enabled_and_disabled_and_exports_back
     assert new["id"] == 5 and new["keys"] == ["Miso", "cat"] and new["secondary_keys"] == ["forest"]
     assert new["extensions"] == {"position": 1, "selectiveLogic": 2} and new["insertion_order"] == 50
     card_again = export_card(await personalities.get("seraphina"))
+    await personalities.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     copy = await create_from_card(
         personalities, parse_card(json.dumps(card_again).encode()), name="copy", by_operator=True
     )
