@@ -32,8 +32,9 @@ from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder, LocalEmbedder
+from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
+from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService, RecalledMemory
 from memory.types import MemoryMode, ModelConfig
 from memory.wiring import MemoryServices

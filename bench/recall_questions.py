@@ -36,7 +36,7 @@ from memory.formation.importer import TranscriptImporter, TranscriptLine, read_t
 from memory.formation.sillytavern import parse_sillytavern
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import LocalEmbedder
+from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService, RecalledMemory
 from memory.types import MemoryMode
 

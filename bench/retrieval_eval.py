@@ -23,8 +23,8 @@ from bench.recall_quality import eval_services, summarizer_config
 from memory.formation.importer import read_transcript
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import LocalEmbedder
 from memory.recall.keywords import encode_sparse_query
+from memory.recall.local_embedder import LocalEmbedder
 from memory.types import MemoryMode, RecallFilter
 from models import Memory
 

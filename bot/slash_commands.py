@@ -72,7 +72,7 @@ def command(
     def declare(callback: Callable[..., Coroutine[Any, Any, None]]) -> app_commands.Command[Any, ..., None]:
         described = app_commands.describe(**descriptions)(callback)
         if completed:
-            described = app_commands.autocomplete(**completed)(described)  # type: ignore[arg-type]
+            described = app_commands.autocomplete(**completed)(described)
         return app_commands.command(name=name, description=description)(described)
 
     return declare

@@ -92,7 +92,8 @@ def progress(description: str) -> Callable[[int], Callable[[int], None]]:
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc=description, unit="exchange", file=sys.stderr, leave=False)
-        return bar.update
+        step: Callable[[int], None] = bar.update
+        return step
 
     return start
 
