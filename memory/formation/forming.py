@@ -27,7 +27,7 @@ from sqlalchemy.orm import selectinload
 
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
-from memory.formation.pipeline import AHEAD, Read, run_pipeline
+from memory.formation.pipeline import AHEAD, BatchRead, run_pipeline
 from memory.formation.shaping import Shaped, memory_row, shape_exchange
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
@@ -202,7 +202,7 @@ class MemoryFormation:
         conversation: Conversation,
         mode_override: MemoryMode | None,
         in_flight: Collection[str],
-    ) -> Read[_Batch] | None:
+    ) -> BatchRead[_Batch] | None:
         """The next batch past those in flight, its summaries to start; None when none is ready."""
         grouping = await read_ready(
             session,
@@ -266,7 +266,7 @@ class MemoryFormation:
         # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
         # and the next read sees rows as they are now, not as this one loaded them).
         session.expunge_all()
-        return Read(frozenset(done), self._form(jobs, done, report))
+        return BatchRead(frozenset(done), self._form(jobs, done, report))
 
     async def _form(
         self, jobs: list[Coroutine[Any, Any, Shaped]], done: list[str], report: FormationReport
