@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.bindings import BindingService
 from memory.owners.incognito import IncognitoService
@@ -69,10 +70,12 @@ def bench_services(
     embedder: Embedder,
     llm: LLMClient | None = None,
     summarizer: ModelConfig | None = None,
+    summarizer_batch: int | None = None,
     **settings: Any,
 ) -> MemoryServices:
     """The product's services as the bot wires them, on this database and index: summaries by
-    `summarizer` (None: extractive), no chat model unless `settings` name one."""
+    `summarizer` (None: extractive), `summarizer_batch` exchanges a call (None: the product's), no chat
+    model unless `settings` name one."""
     values: dict[str, Any] = {"personae_data_dir": db.workdir, "chat_model": None, "summarizer_model": None}
     if summarizer is not None:
         values |= {
@@ -83,16 +86,27 @@ def bench_services(
         }
     deployment = load_settings(**(values | settings))
     sessionmaker = db.sessionmaker
+    llm = llm or LLMClient()
+    exchange_summarizer = None
+    if summarizer_batch is not None:
+        exchange_summarizer = ExchangeSummarizer(
+            llm,
+            max_tokens=deployment.summary_max_tokens,
+            min_tokens=deployment.summary_min_tokens,
+            input_tokens=deployment.summarizer_input_tokens,
+            batch_exchanges=summarizer_batch,
+        )
     return wire_memory_services(
         deployment,
         sessionmaker,
         models=ModelConfigResolver.from_settings(deployment),
         index=index,
         embedder=embedder,
-        llm=llm or LLMClient(),
+        llm=llm,
         user_settings=UserSettingsService(sessionmaker),
         incognito=IncognitoService(sessionmaker),
         personas=PersonaService(sessionmaker),
+        summarizer=exchange_summarizer,
     )
 
 

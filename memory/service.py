@@ -31,7 +31,7 @@ from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies
 from memory.formation.resummarize import resummarize
 from memory.formation.sillytavern import parse_sillytavern
-from memory.formation.stats import MemoryStats, ModeStats, memory_stats
+from memory.formation.stats import MemoryStats, ModeStats, fallback_line, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.formation.worker import run_worker
@@ -66,6 +66,7 @@ __all__ = [
     "SkippedLine",
     "TranscriptLine",
     "Venue",
+    "fallback_line",
     "parse_sillytavern",
     "parse_transcript",
     "parse_transcript_lines",

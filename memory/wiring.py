@@ -47,15 +47,18 @@ def wire_memory_services(
     user_settings: UserSettingsService,
     incognito: IncognitoService,
     personas: PersonaService,
+    summarizer: ExchangeSummarizer | None = None,
 ) -> MemoryServices:
-    """The memory, chat and import services as `settings` size them, on an open index."""
+    """The memory, chat and import services as `settings` size them, on an open index; `summarizer`:
+    one of the caller's own instead of the one the settings make (benches compare batch sizes)."""
     # The messages being answered: the chat turns hold them, formation leaves them to their reply.
     awaited = AwaitedReplies()
     memory = MemoryService(
         sessionmaker,
         index=index,
         embedder=embedder,
-        summarizer=ExchangeSummarizer(
+        summarizer=summarizer
+        or ExchangeSummarizer(
             llm,
             max_tokens=settings.summary_max_tokens,
             min_tokens=settings.summary_min_tokens,

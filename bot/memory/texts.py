@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.messages import DISCORD_LIMIT
-from bot.texts import excerpt, who
+from bot.texts import excerpt, storage_lines, who
 
 if TYPE_CHECKING:
     from memory.owners.incognito import IncognitoSpan
@@ -18,20 +18,8 @@ MEMORY_STATE = {None: "inherited", True: "on", False: "off"}
 NO_PERSONA = "none (`/persona set` tells the personalities who you are)"
 
 
-def characters(n: int) -> str:
-    return f"{n:,} character{'' if n == 1 else 's'}"
-
-
 def scope_of(p: Personality | None) -> str:
     return f"with **{p.display_name}**" if p else "with every personality"
-
-
-def _storage_lines(stats: MemoryStats) -> list[str]:
-    return [
-        f"Memories: {stats.memories}",
-        f"Storage: {characters(stats.stored_chars)} (verbatim would be {characters(stats.source_chars)}, "
-        f"saving {stats.saving_percent:.0f}%)",
-    ]
 
 
 def memory_status(status: MemoryStatus) -> str:
@@ -54,7 +42,7 @@ def personality_status(status: MemoryStatus) -> str:
     lines.append(f"Summarizer model: {summarizer.model if summarizer else 'none (extractive summaries)'}")
     if status.conversation_title:
         lines.append(f"Conversation here: {status.conversation_title}")
-    lines.extend(_storage_lines(stats))
+    lines.extend(storage_lines(stats))
     lines.append(f"Pending: {stats.pending_messages} messages waiting to become memories")
     return "\n".join(lines)
 
@@ -68,7 +56,7 @@ def overall_status(general: UserSettings | None, stats: MemoryStats) -> str:
         f"Memory: {memory}",
         f"Summarization: {general.summarization if general else 'default'} "
         "(default = each personality's choice)",
-        *_storage_lines(stats),
+        *storage_lines(stats),
     ]
     return "\n".join(lines)
 

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.messages import DISCORD_LIMIT
+from bot.texts import storage_lines
 from memory.service import MemoryMode
 
 if TYPE_CHECKING:
-    from memory.service import FormationReport
+    from memory.service import FormationReport, MemoryStats
     from models import LLMConfig, Personality
 
 PROMPT_PREVIEW_CHARS = 300
@@ -23,8 +24,8 @@ def describe_model(config: LLMConfig | None, model: str | None, fallback: str) -
     return f"`{model}`" if model else fallback
 
 
-def personality_card(p: Personality, *, show_prompt: bool) -> str:
-    """A personality's settings; its prompt only for those who manage it."""
+def personality_card(p: Personality, *, show_prompt: bool, stats: MemoryStats | None = None) -> str:
+    """A personality's settings; its prompt and memory storage only for those who manage it."""
     summarizer_prompt = "custom" if p.summarizer_prompt_id else "default"
     lines = [
         f"**{p.display_name}** (`{p.name}`)",
@@ -41,6 +42,8 @@ def personality_card(p: Personality, *, show_prompt: bool) -> str:
         preview = p.system_prompt[:PROMPT_PREVIEW_CHARS]
         ellipsis = "…" if len(p.system_prompt) > PROMPT_PREVIEW_CHARS else ""
         lines.append(f"Prompt: {preview}{ellipsis}")
+    if stats is not None:
+        lines.extend(storage_lines(stats))
     return "\n".join(lines)
 
 
@@ -84,5 +87,5 @@ def resummarize_report(p: Personality, report: FormationReport) -> str:
     return (
         f"Re-summarized {report.memories} of {report.exchanges} memories of {p.display_name}; "
         f"{report.extractive} left as they were (summarizer unavailable), "
-        f"{report.fidelity_misses} kept their original text for fidelity."
+        f"{report.fidelity_misses} carry the facts their summary dropped."
     )

@@ -236,6 +236,9 @@ _LEAD_IN_RE = re.compile(
     )""",
     re.IGNORECASE | re.VERBOSE,
 )
+# A code point of the surrogate range in a `str` is always a lone half (a pair decodes to one code
+# point): JSON may carry one (`"\ud83d"`), and UTF-8 cannot encode it, so the embedder would fail.
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "”": "”", "‘": "’", "«": "»", "»": "«", "„": "“", "「": "」"}
 _INNER_APOSTROPHE_RE = re.compile(r"(?<=\w)['’](?=\w)")
 
@@ -276,8 +279,9 @@ def _unwrap_quotes(text: str) -> str:
 
 
 def clean_summary_output(text: str) -> str:
-    """Strip template tokens, reasoning, lead-ins like "Summary:" and wrapping quotes from an LLM answer."""
-    text = _drop_reasoning(strip_chat_template_tokens(text)).strip()
+    """Strip template tokens, reasoning, lead-ins like "Summary:", wrapping quotes and lone surrogates
+    from an LLM answer."""
+    text = _drop_reasoning(strip_chat_template_tokens(_LONE_SURROGATE_RE.sub("", text))).strip()
     for _ in range(8):  # "Sure! Here is the summary:\n\nSummary: ..." needs several rounds
         before = text
         text = _unwrap_quotes(_LEAD_IN_RE.sub("", text, count=1).strip())

@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import migrations
 from models import Base
 from models.database import create_engine
-from models.migrate import current_revision, downgrade_database, upgrade_database
+from models.migrate import alembic_config, current_revision, downgrade_database, upgrade_database
 
 EXPECTED_TABLES = {
     "llm_configs",
@@ -117,9 +118,6 @@ async def test_reply_links_are_filled_for_the_existing_log(scratch_engine: Async
 def test_migrations_head_names_the_newest_revision() -> None:
     """`migrations.HEAD` lets a command skip Alembic when the schema is current: it must be Alembic's
     head (after adding a migration, set it to the new revision)."""
-    from alembic.script import ScriptDirectory
-
-    from models.migrate import alembic_config
 
     assert ScriptDirectory.from_config(alembic_config()).get_heads() == [migrations.HEAD]
 
