@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from sqlalchemy import (
+    REAL,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -15,7 +16,6 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    REAL,
     String,
     Text,
     UniqueConstraint,

@@ -20,8 +20,7 @@ IMPORT_FORMATS = ("jsonl", "sillytavern")
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
-    from memory.formation.importer import SkippedLine, TranscriptLine
-    from memory.recall.search import RecalledMemory
+    from memory.service import RecalledMemory, SkippedLine, TranscriptLine
 
 
 PERSONALITY_HELP = "the personality (its name, as `personae personality list` shows it)"
@@ -124,9 +123,8 @@ def add_commands(commands: Subcommands) -> None:
 def _read_import(args: argparse.Namespace) -> tuple[list[TranscriptLine], list[SkippedLine], str]:
     """The file's lines, the lines skipped, and the personality they were with."""
     from memory.errors import InvalidInputError
-    from memory.formation.importer import parse_transcript_lines, read_transcript_text
-    from memory.formation.sillytavern import parse_sillytavern
     from memory.owners.personality_fields import slugify
+    from memory.service import parse_sillytavern, parse_transcript_lines, read_transcript_text
 
     if args.format == "jsonl" and args.personality is None:
         print("personae import: error: the following arguments are required: --personality", file=sys.stderr)
@@ -172,7 +170,7 @@ def likely_format(text: str) -> str | None:
 
 
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.stats import fallback_line
+    from memory.service import fallback_line
     from memory.types import MemoryMode
 
     user = check_id(args.user, "--user")
@@ -297,7 +295,7 @@ async def cmd_reindex(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.stats import fallback_line
+    from memory.service import fallback_line
 
     personality = await runtime.personalities.get(args.personality)
     memory = runtime.memory
@@ -313,6 +311,6 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.worker import run_worker
+    from memory.service import run_worker
 
     await run_worker(runtime.memory.formation)

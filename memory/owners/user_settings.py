@@ -159,23 +159,6 @@ class UserSettingsService:
         """Whether replies of this personality to the user use no long-term memories (`fresh_mode`)."""
         return fresh_mode(await self.for_personality(user_id, personality_id))
 
-    async def personalities_remembering(self, user_id: str) -> Sequence[Personality]:
-        """The personalities that hold at least one live memory of this user."""
-        async with self._sessionmaker() as session:
-            return (
-                await session.scalars(
-                    select(Personality)
-                    .where(
-                        Personality.id.in_(
-                            select(Memory.personality_id).where(
-                                Memory.user_id == user_id, Memory.state != MemoryState.DELETED.value
-                            )
-                        )
-                    )
-                    .order_by(Personality.name)
-                )
-            ).all()
-
     async def export_lines(self, *, user_id: str, personality_id: int | None = None) -> list[str]:
         """The user's memories as JSONL in the shape `personae import` reads.
 

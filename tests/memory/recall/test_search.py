@@ -20,7 +20,7 @@ from memory.recall.query import ParticipantNames, dense_query, names_of
 from memory.recall.search import (
     DENSE_WEIGHT,
     EQUAL_SCORES,
-    Read,
+    StoredMemory,
     by_score,
     fuse,
     one_of_each,
@@ -43,9 +43,11 @@ def read(
     repeat_of: uuid.UUID | None = None,
     times_said: int = 1,
     days_ago: int = 0,
-) -> Read:
+) -> StoredMemory:
     at = T0 - timedelta(days=days_ago)
-    return Read(memory_id, content, None, [], at, False, "verbatim", pinned, None, times_said, repeat_of)
+    return StoredMemory(
+        memory_id, content, None, [], at, False, "verbatim", pinned, None, times_said, repeat_of
+    )
 
 
 def test_fuse_blends_min_max_normalised_scores_with_the_keyword_side_weighing_more() -> None:
@@ -129,7 +131,7 @@ def test_dense_query_leaves_out_the_participants_names() -> None:
     assert dense_query("Where has Melanie camped?", set()) == "Where has Melanie camped?"
 
 
-def memory(n: int, words: int) -> Read:
+def memory(n: int, words: int) -> StoredMemory:
     return read(uuid.UUID(int=100 + n), content=" ".join(["w"] * words))
 
 
@@ -256,7 +258,7 @@ async def test_the_participants_are_the_personality_and_the_names_the_user_spoke
     assert await names(p.id, "u1") == {"Lady Lilith", "Alice"}
     assert await names(p.id, "u2") == {"Lady Lilith", "Bob"}
     assert await names(p.id, "nobody") == {"Lady Lilith"}
-    # Read once, then kept: a rename shows after NAMES_TTL (the old name is left out meanwhile).
+    # StoredMemory once, then kept: a rename shows after NAMES_TTL (the old name is left out meanwhile).
     participants = ParticipantNames()
     assert participants.kept(p.id, "u1") is None
     participants.keep(p.id, "u1", await names(p.id, "u1"))
