@@ -55,7 +55,7 @@ from memory.types import MessageRole
 from models import Message, Persona, Personality
 
 if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
-    from memory.service import MemoryService
+    from memory.service import MemoryService, RecalledMemory
 
 __all__ = [
     "MISCONFIGURED_REPLY",
@@ -159,6 +159,12 @@ class ChatService:
                 await self.regenerator.replace(prepared, parts)
             else:
                 await self.record_reply(reply, parts)
+            if prepared.memories or again:  # a new answer's receipt replaces the old one's
+                await self._memory.record_reply_memories(
+                    conversation_id=prepared.conversation_id,
+                    message_id=request.message_id,
+                    memories=prepared.memories,
+                )
         after = await self.after_reply(prepared.conversation_id)
         try:
             await delivery.remembered(after.remembered_message_ids)
@@ -215,13 +221,13 @@ class ChatService:
             await store_messages(session, conversation_id, [message])
         return PreparedReply(request, personality, conversation_id, cfg)
 
-    def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[str]] | None:
+    def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[RecalledMemory]] | None:
         """The user's memories that match the message, recalled in the background (None: no recall)."""
         if self.recall_limit <= 0 or self.memory_context_share <= 0:
             return None
         return asyncio.create_task(self._recall(request))
 
-    async def _recall(self, request: ChatRequest) -> list[str]:
+    async def _recall(self, request: ChatRequest) -> list[RecalledMemory]:
         try:
             recalled = await self._memory.recall(
                 personality_id=request.personality_id,
@@ -229,18 +235,20 @@ class ChatService:
                 query=request.text,
                 guild_id=request.guild_id,
                 limit=self.recall_limit,
+                for_reply=True,
             )
         except Exception:
             # A broken index must not cost the reply: answer without memories.
             log.exception("Recall failed for personality %s", request.personality_id)
             return []
         # A memory of this very message's exchange (its reply being regenerated) is not recalled into it.
-        return [m.text_with_context for m in recalled if request.message_id not in m.sources_with_context]
+        return [m for m in recalled if request.message_id not in m.sources_with_context]
 
     async def _build_prompt(
-        self, prepared: PreparedReply, recall: asyncio.Task[list[str]] | None = None
+        self, prepared: PreparedReply, recall: asyncio.Task[list[RecalledMemory]] | None = None
     ) -> BuiltContext:
-        """The prompt for the stored message: system prompt, recalled memories, summary, recent history."""
+        """The prompt for the stored message: system prompt, recalled memories, summary, recent history;
+        the memories it holds are kept in `prepared.memories`."""
         cfg = prepared.cfg
         request = prepared.request
         window = self._llm.context_window(cfg) if cfg else NO_MODEL_CONTEXT_WINDOW
@@ -284,10 +292,10 @@ class ChatService:
             user=answered.name if answered is not None else request.user_name,
             default_scan_depth=self.lore_scan_depth,
         )
-        return build_context(
+        built = build_context(
             system_prompt=prepared.personality.system_prompt,
             user_name=request.user_name,
-            memories=memories,
+            memories=[m.text_with_context for m in memories],
             summary=summary,
             history=history,
             budget=budget,
@@ -299,6 +307,8 @@ class ChatService:
             ],
             card=card,
         )
+        prepared.memories = memories[: built.memories_used]
+        return built
 
     # ------------------------------------------------------------------------ the reply
 

@@ -60,17 +60,24 @@ class ReplyReceipt:
     forgotten: int
 
 
+def memories_seen(memories: Sequence[RecalledMemory]) -> dict[uuid.UUID, tuple[int, Reason]]:
+    """Every memory a prompt holds with these recalled ones (they and the context they brought), in
+    order, with its rank and why it is there."""
+    used: dict[uuid.UUID, tuple[int, Reason]] = {}
+    for rank, memory in enumerate(memories, start=1):
+        used.setdefault(memory.id, (rank, Reason.PINNED if memory.pinned_first else Reason.RANK))
+        for around in memory.context:
+            used.setdefault(around.id, (rank, Reason.CONTEXT))
+    return used
+
+
 async def record_reply_memories(
     store: MemoryStore, *, conversation_id: int, message_id: str, memories: Sequence[RecalledMemory]
 ) -> int:
     """Record the memories that went into the reply to this message (its external id in the
     conversation), replacing any recorded for it before; how many. Only memories of the user the
     message is from are kept, whatever is passed."""
-    used: dict[uuid.UUID, tuple[int, Reason]] = {}
-    for rank, memory in enumerate(memories, start=1):
-        used.setdefault(memory.id, (rank, Reason.PINNED if memory.pinned_first else Reason.RANK))
-        for around in memory.context:
-            used.setdefault(around.id, (rank, Reason.CONTEXT))
+    used = memories_seen(memories)
     async with store.sessionmaker.begin() as session:
         answered = await session.scalar(
             select(Message).where(
