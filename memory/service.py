@@ -39,7 +39,7 @@ from memory.owners.incognito import IncognitoService, IncognitoSpan
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
-from memory.owners.user_settings import UserSettingsService
+from memory.owners.user_settings import UserSettingsService, fresh_mode
 from memory.recall import curation, receipts, upkeep
 from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
 from memory.recall.embedders import Embedder
@@ -96,6 +96,7 @@ class MemoryStatus:
     mode_set_by: str = ""
     summarizer: ModelConfig | None = None
     conversation_title: str | None = None
+    fresh: bool = False  # replies use none of the user's memories (with this personality, or all)
 
 
 class MemoryService:
@@ -307,13 +308,13 @@ class MemoryService:
             return MemoryStatus(
                 stats=stats,
                 personality=None,
-                general_settings=await self._user_settings.get(user_id),
+                general_settings=(general := await self._user_settings.get(user_id)),
+                fresh=bool(general and general.fresh),
                 incognito=list(await self._incognito.current(user_id)),
                 persona=await self._personas.get(user_id),
             )
-        mode, source = effective_mode(
-            personality, await self._user_settings.for_personality(user_id, personality.id)
-        )
+        settings = await self._user_settings.for_personality(user_id, personality.id)
+        mode, source = effective_mode(personality, settings)
         async with self._store.sessionmaker() as session:
             title = await conversation_title(session, personality.id, venue)
         span = await self._incognito.active(user_id, personality.id)
@@ -324,6 +325,7 @@ class MemoryService:
             mode_set_by=source,
             summarizer=self._models.summarizer(personality),
             conversation_title=title,
+            fresh=fresh_mode(settings),
             incognito=[span] if span else [],
             persona=await self._personas.effective(user_id, personality.id),
         )

@@ -44,7 +44,7 @@ class MemoryCog(
     group_description="Your long-term memories",
 ):
     """Thin commands over MemoryService, UserSettingsService, IncognitoService and ChatService; every
-    reply is private. Its parts, in the order they are published: status and settings
+    reply is private. Its parts, in the order they are published: status, settings and fresh
     (status.py), incognito (incognito.py), browse (browse.py), then search,
     forget, export and reset (here)."""
 
