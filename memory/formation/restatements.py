@@ -25,6 +25,13 @@ import numpy as np
 from memory.formation.fidelity import Facts, Vocabulary, key_facts, vocabulary, word_stem, zipf
 from memory.recall.keywords import encode_sparse_query
 
+# Words rarer than this on wordfreq's Zipf scale (under about one in 100,000 words) are what a text is
+# about: a repeat holds each of them. On bench/data/repeats.json's wordings of one fact, 108 of 145
+# pairs hold each other's (the rarest word alone: 111, but also "I practised chess" and "I practised
+# salsa", for "practised"); 4.5 keeps only 95.
+RARE_ZIPF = 4.0
+# Two words that share their first letters this many are one ("allergic", "allergy").
+SHARED_PREFIX = 5
 # `Name: text` at a line's start, as memories write exchanges (memory.formation.exchanges).
 _LABEL = re.compile(r"^([^\s:][^\n:]{0,39}?):[ \t]")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
@@ -51,9 +58,9 @@ class Statement:
     words: frozenset[int]
     negated: frozenset[int]
     held: Vocabulary | None = None
-    # Its rarest word (`wordfreq`), what it is most about: "garden" in "let me tell you about my
-    # garden". None for a stored claim.
-    anchor: str | None = None
+    # What it is about: the stems of its rare words (`wordfreq`, RARE_ZIPF) and of its rarest one,
+    # "garden" in "let me tell you about my garden". Empty for a stored claim.
+    anchors: frozenset[str] = frozenset()
 
     def stored_facts(self) -> dict[str, Any]:
         """The facts, words and negations as the forgotten_claims.facts column keeps them."""
@@ -110,7 +117,7 @@ def statement(text: str, vector: Sequence[float] | None, *, speakers: Iterable[s
         words=_terms(text),
         negated=frozenset(term for word in _NEGATED.findall(text) for term in _terms(word)),
         held=vocabulary(text),
-        anchor=_rarest_word(text),
+        anchors=_anchors(text),
     )
 
 
@@ -143,10 +150,19 @@ def holds_facts(statement: Statement, facts: Facts) -> bool:
 
 
 def shares_anchors(a: Statement, b: Statement) -> bool:
-    """Whether each holds the other's rarest word."""
+    """Whether each holds every one of the other's anchors, a word by its first SHARED_PREFIX letters
+    ("allergy" holds "allergic"): "I practised chess" and "I practised salsa" share "practised" but
+    are about different things."""
     if a.held is None or b.held is None:
         raise ValueError("a stored claim holds no vocabulary")
-    return (a.anchor is None or a.anchor in b.held.words) and (b.anchor is None or b.anchor in a.held.words)
+    return _holds_words(b.held.words, a.anchors) and _holds_words(a.held.words, b.anchors)
+
+
+def _holds_words(held: frozenset[str], words: Iterable[str]) -> bool:
+    return all(
+        word in held or (len(word) >= SHARED_PREFIX and any(h.startswith(word[:SHARED_PREFIX]) for h in held))
+        for word in words
+    )
 
 
 def contradicts(a: Statement, b: Statement) -> bool:
@@ -156,10 +172,11 @@ def contradicts(a: Statement, b: Statement) -> bool:
     return bool(a.negated & b.words) or bool(b.negated & a.words)
 
 
-def _rarest_word(text: str) -> str | None:
-    """The stem of the text's least frequent word (wordfreq), None without words."""
-    rarest = min(_WORD.findall(text), key=lambda word: zipf(word.casefold()), default=None)
-    return word_stem(rarest) if rarest is not None else None
+def _anchors(text: str) -> frozenset[str]:
+    """The stems of the text's words rarer than RARE_ZIPF, and of its rarest word (wordfreq)."""
+    words = [(zipf(word.casefold()), word) for word in _WORD.findall(text)]
+    rarest = min(words, default=None)
+    return frozenset(word_stem(w) for z, w in words if z < RARE_ZIPF or (z, w) == rarest)
 
 
 def _terms(text: str) -> frozenset[int]:
