@@ -194,14 +194,15 @@ async def measure(chat: Chat, mode: str) -> Figures:
             figures.held_duplicates += count_duplicates(held)
             figures.questions += 1
             figures.found += any(fact in h for h in hits)
-            if duplicates and len(figures.examples) < 5:
+            if duplicates:
+                shown = ", ".join("+".join(sorted(h)) or "-" for h in hits)
                 figures.examples.append(
-                    f"{question!r}: {duplicates} of {len(hits)} repeat a memory above them"
+                    f"{question!r}: {duplicates} of {len(hits)} repeat one above: {shown}"
                 )
     return figures
 
 
-def report(title: str, f: Figures) -> None:
+def report(title: str, f: Figures, verbose: bool) -> None:
     print(f"\n{title}")
     share = 100 * f.duplicates / max(1, f.hits)
     print(f"  near-duplicates in the top {LIMIT}: {f.duplicates} of {f.hits} ({share:.1f}%)")
@@ -211,7 +212,7 @@ def report(title: str, f: Figures) -> None:
     )
     print(f"  the question's fact in the top {LIMIT}: {f.found} of {f.questions}")
     print(f"  memories stored: {f.rows}; changes swallowed into the old fact's memory: {f.swallowed}")
-    for example in f.examples:
+    for example in f.examples if verbose else f.examples[:5]:
         print(f"    {example}")
 
 
@@ -219,6 +220,8 @@ async def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--mode", default="summarized", choices=["summarized", "verbatim", "hybrid"])
     parser.add_argument("--sessions", type=int, default=SESSIONS)
+    parser.add_argument("--now-only", action="store_true", help="skip the figure with the lever off")
+    parser.add_argument("-v", "--verbose", action="store_true", help="every question with near-duplicates")
     args = parser.parse_args()
     chat = generate(json.loads(DATA.read_text()), args.sessions)
     said = sum(1 for r in chat.records if r["role"] == "user")
@@ -226,12 +229,12 @@ async def main() -> None:
         f"A generated chat: {args.sessions} sessions, {said} user lines ({len(chat.questions)} facts and "
         f"changes, small talk), mode {args.mode}, recall limit {LIMIT}"
     )
-    with lever_off():
-        report(
-            "Before (every exchange its own row; recall by score and recency):",
-            await measure(chat, args.mode),
-        )
-    report("Now (repeats reinforce; recall keeps one of each):", await measure(chat, args.mode))
+    if not args.now_only:
+        with lever_off():
+            before = await measure(chat, args.mode)
+        report("Before (every exchange its own row; recall by score and recency):", before, args.verbose)
+    now = await measure(chat, args.mode)
+    report("Now (repeats reinforce; recall keeps one of each):", now, args.verbose)
 
 
 if __name__ == "__main__":
