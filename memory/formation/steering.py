@@ -28,7 +28,7 @@ from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport
 from memory.formation.repeats import FORGOTTEN
 from memory.recall.store import MemoryStore, forget_rows
 from memory.types import MemoryState, MessageRole
-from models import Conversation, Memory, Message
+from models import Conversation, ForgottenClaim, Memory, Message
 
 # "Remember this" forms at once; a pass of this process already forming the conversation finishes
 # the exchange itself, so it is looked at again a few times before the user is asked to retry.
@@ -314,6 +314,10 @@ async def _revive(store: MemoryStore, exchange: LoggedExchange) -> None:
         )
         if live:
             return
+        # "Remember this" takes back what forgetting the exchange recorded of its claim, or formation
+        # would drop the exchange as restating it.
+        tombstones = select(Memory.id).where(*of_exchange)
+        await session.execute(delete(ForgottenClaim).where(ForgottenClaim.memory_id.in_(tombstones)))
         await session.execute(delete(Memory).where(*of_exchange))
         await session.execute(
             update(Message)
