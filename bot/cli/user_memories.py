@@ -15,7 +15,7 @@ from bot.cli.output import CommandError, check_id, confirm, print_table
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core, Runtime
-    from memory.service import BrowsedMemory
+    from memory.service import BrowsedMemory, ReplyReceipt
     from models import Personality
 
 USER_HELP = "whose memories: their Discord user id (a user only ever sees their own)"
@@ -238,7 +238,11 @@ REASONS = {"pinned": "pinned", "rank": "#{rank}", "context": "around #{rank}"}
 async def cmd_memory_used(args: argparse.Namespace, runtime: Runtime) -> None:
     user, _ = await _scope(runtime, args)
     message_id = check_id(str(args.message_id).strip(), "MESSAGE_ID")
-    receipt = await runtime.memory.reply_receipt(user_id=user, message_id=message_id)
+    print_receipt(await runtime.memory.reply_receipt(user_id=user, message_id=message_id))
+
+
+def print_receipt(receipt: ReplyReceipt) -> None:
+    """The memories a reply used, a row each with its id, date and why it was chosen."""
     gone = f" ({receipt.forgotten} forgotten since)" if receipt.forgotten else ""
     if not receipt.memories:
         print(f"The reply to message {receipt.answered_message_id} used no long-term memories{gone}.")

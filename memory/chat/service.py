@@ -160,11 +160,7 @@ class ChatService:
             else:
                 await self.record_reply(reply, parts)
             if prepared.memories or again:  # a new answer's receipt replaces the old one's
-                await self._memory.record_reply_memories(
-                    conversation_id=prepared.conversation_id,
-                    message_id=request.message_id,
-                    memories=prepared.memories,
-                )
+                await self._record_receipt(prepared)
         after = await self.after_reply(prepared.conversation_id)
         try:
             await delivery.remembered(after.remembered_message_ids)
@@ -347,6 +343,17 @@ class ChatService:
         messages = reply_messages(prepared, parts, created_at=datetime.now(UTC))
         async with self._sessionmaker.begin() as session:
             return await store_messages(session, prepared.conversation_id, messages)
+
+    async def _record_receipt(self, prepared: PreparedReply) -> None:
+        """Keep which memories the reply's prompt held, for its 🧠 (memory.recall.receipts)."""
+        try:
+            await self._memory.record_reply_memories(
+                conversation_id=prepared.conversation_id,
+                message_id=prepared.request.message_id,
+                memories=prepared.memories,
+            )
+        except Exception:  # a missing receipt must not cost the reply its memory formation
+            log.exception("Recording the memories of the reply to %s failed", prepared.request.message_id)
 
     # ------------------------------------------------------------------------ after the reply
 
