@@ -5,33 +5,19 @@ builds it)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
-import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.llm import LLMClient
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder
 from memory.service import MemoryService
 from models import ForgottenClaim, Memory, Message, Personality
-from tests.memory.test_service import add_chat, add_personality, make_service, memories
+from tests.memory.test_service import add_chat, add_personality, memories
 
 CLAIM = "My sister Leila moved to Porto in March."
 PARAPHRASE = "Leila, my sister, relocated to Porto back in March."
 UNRELATED = "Leila is training for the Berlin marathon in October."
 REPLY = "Thanks for telling me."
-
-
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[MemoryService]:
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
-    await index.close()
 
 
 def exchange(text: str) -> list[tuple[str, str]]:

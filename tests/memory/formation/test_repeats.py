@@ -6,30 +6,15 @@ PostgreSQL, Qdrant Edge, the local embedder."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.llm import LLMClient
 from memory.owners.user_settings import UserSettingsService
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder
 from memory.service import MemoryService
-from tests.memory.test_service import T0, add_chat, add_personality, make_service, memories
+from tests.memory.test_service import T0, add_chat, add_personality, memories
 
 REPLY = "Thanks for telling me."
-
-
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[MemoryService]:
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
-    await index.close()
 
 
 def said(*texts: str) -> list[tuple[str, str]]:

@@ -4,20 +4,14 @@ forgotten since is left out. Real PostgreSQL, Qdrant Edge, the local embedder.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import NotFoundError, PermissionDeniedError
-from memory.llm import LLMClient
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder
 from memory.recall.receipts import Reason
 from memory.service import MemoryService
 from models import Personality
-from tests.memory.test_service import add_chat, add_personality, make_service, memories
+from tests.memory.test_service import add_chat, add_personality, memories
 
 CHAT = [
     ("user", "The weather was grey all week"),
@@ -28,15 +22,6 @@ CHAT = [
     ("assistant", "A classic pair."),
 ]
 QUESTION = "When is Biscuit's birthday?"
-
-
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[MemoryService]:
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
-    await index.close()
 
 
 async def asked(
