@@ -241,15 +241,17 @@ async def cmd_memory_used(args: argparse.Namespace, runtime: Runtime) -> None:
     print_receipt(await runtime.memory.reply_receipt(user_id=user, message_id=message_id))
 
 
-def print_receipt(receipt: ReplyReceipt) -> None:
-    """The memories a reply used, a row each with its id, date and why it was chosen."""
+def print_receipt(receipt: ReplyReceipt, reply: str = "") -> None:
+    """The memories a reply used, a row each with its id, date and why it was chosen; `reply` names
+    it (default: by the message it answered)."""
+    reply = reply or f"The reply to message {receipt.answered_message_id}"
     gone = f" ({receipt.forgotten} forgotten since)" if receipt.forgotten else ""
     if not receipt.memories:
-        print(f"The reply to message {receipt.answered_message_id} used no long-term memories{gone}.")
+        print(f"{reply} used no long-term memories{gone}.")
         return
     count = len(receipt.memories)
     used = f"{count} memory" if count == 1 else f"{count} memories"
-    print(f"The reply to message {receipt.answered_message_id} used {used}{gone}:")
+    print(f"{reply} used {used}{gone}:")
     rows = [
         (
             str(m.id),
