@@ -114,6 +114,21 @@ class LoreEntry:
         """How the entry is named in lists and logs: its comment, else its keys."""
         return self.comment or ", ".join(self.keys) or "(no keys)"
 
+    @property
+    def activation(self) -> str:
+        """What activates the entry, in a list: "always", or its keys with the secondary ones."""
+        keys = "always" if self.constant else ", ".join(self.keys)
+        if self.selective and self.secondary_keys:
+            keys += f" ({self.logic.name.lower().replace('_', ' ')}: {', '.join(self.secondary_keys)})"
+        return keys
+
+    @property
+    def placement(self) -> str:
+        """Where the entry goes, in a list: "before", "after" or "depth N"."""
+        if self.position is Position.DEPTH:
+            return f"depth {self.depth}"
+        return self.position.value.removesuffix("_char")
+
 
 @dataclass(frozen=True)
 class Lorebook:
@@ -439,6 +454,32 @@ class LoreChanges:
     case_sensitive: bool | None = None
     use_regex: bool | None = None
     comment: str | None = None
+
+
+# The words the CLI and /personality lore take for positions and logics.
+POSITION_WORDS = {"before": Position.BEFORE, "after": Position.AFTER, "depth": Position.DEPTH}
+LOGIC_WORDS = {logic.name.lower().replace("_", "-"): logic for logic in Logic}
+
+
+def typed_changes(
+    *,
+    keys: str | None = None,
+    secondary_keys: str | None = None,
+    logic: str | None = None,
+    position: str | None = None,
+    depth: int | None = None,
+    **fields: Any,
+) -> LoreChanges:
+    """Changes as a user types them: keys as one comma-separated line, the position and the logic by
+    their words (POSITION_WORDS, LOGIC_WORDS); a depth without a position places the entry there."""
+    return LoreChanges(
+        keys=split_keys(keys) if keys is not None else None,
+        secondary_keys=split_keys(secondary_keys) if secondary_keys is not None else None,
+        logic=LOGIC_WORDS[logic] if logic else None,
+        position=POSITION_WORDS[position] if position else (Position.DEPTH if depth is not None else None),
+        depth=depth,
+        **fields,
+    )
 
 
 def _new_entry(entries: Sequence[Any]) -> dict[str, Any]:
