@@ -111,8 +111,8 @@ class LoreEntry:
 
     @property
     def label(self) -> str:
-        """How the entry is named in lists and logs: its comment, else its keys."""
-        return self.comment or ", ".join(self.keys) or "(no keys)"
+        """How the entry is named in lists and logs: its comment, else its keys, else its text's start."""
+        return self.comment or ", ".join(self.keys) or " ".join(self.content.split())[:40] or "(empty)"
 
     @property
     def activation(self) -> str:
