@@ -61,6 +61,17 @@ def avatar_image(picture: bytes) -> bytes:
     raise ValueError("the picture does not shrink under 256 KiB")
 
 
+async def read_attachment(interaction: Interaction, file: discord.Attachment, what: str) -> bytes:
+    """The file's bytes, refused past a card's size; the answer deferred, as downloading takes time."""
+    if file.size > MAX_CARD_FILE_BYTES:
+        raise InvalidInputError(f"{what} is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    try:
+        return await file.read()
+    except discord.HTTPException as exc:
+        raise UserFacingError(f"Could not download {file.filename} ({exc.status}).") from None
+
+
 async def release_card_avatar(bot: PersonaeBot, avatar_url: str | None) -> None:
     """Delete the application emoji that hosted a card's picture, once its personality is gone: an
     application holds at most 2,000, and nothing else uses it. Any other avatar is left alone."""
@@ -120,13 +131,7 @@ class CardCommands(PersonaeCog):
         card: discord.Attachment,
         name: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
     ) -> None:
-        if card.size > MAX_CARD_FILE_BYTES:
-            raise InvalidInputError(f"The card file is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            data = await card.read()
-        except discord.HTTPException as exc:
-            raise UserFacingError(f"Could not download {card.filename} ({exc.status}).") from None
+        data = await read_attachment(interaction, card, "The card file")
         parsed = await asyncio.to_thread(parse_card, data)  # up to 8 MiB to check: off the event loop
         service, uid = self.runtime.personalities, user_id_of(interaction)
         imported = await create_from_card(service, parsed, name=name, owner_id=uid, by_operator=False)
@@ -162,13 +167,7 @@ class CardCommands(PersonaeCog):
             data, filename = json.dumps(card, ensure_ascii=False, indent=2).encode(), f"{p.name}.json"
             said = f"**{p.display_name}** as a Character Card {version} (JSON)."
         else:
-            if image.size > MAX_CARD_FILE_BYTES:
-                raise InvalidInputError(f"The picture is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
-            await interaction.response.defer(ephemeral=True, thinking=True)
-            try:
-                picture = await image.read()
-            except discord.HTTPException as exc:
-                raise UserFacingError(f"Could not download {image.filename} ({exc.status}).") from None
+            picture = await read_attachment(interaction, image, "The picture")
             data, filename = await asyncio.to_thread(export_png, p, picture), f"{p.name}.png"
             said = (
                 f"**{p.display_name}** as a Character Card {version} in your picture (PNG, with the card "
