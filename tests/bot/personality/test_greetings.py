@@ -118,3 +118,22 @@ async def test_a_greeting_pings_nobody_and_a_card_without_one_greets_nobody(
         "**Plain** now answers every message here."  # the command's reply, and no greeting
     ]
     assert [m.content for m in await rows(runtime)] == [greeting.content.removeprefix("**Seraphina**\n")]
+
+
+async def test_choosing_a_personality_in_a_dm_greets_there_and_its_first_answer_does_not_again(
+    fake_discord: FakeDiscord, runtime: Any, llm_server: LLMTestServer
+) -> None:
+    await seraphina(runtime)
+    dm = fake_discord.dm_channel(ANN)
+    chosen = await fake_discord.command("personality activate", user=ANN, personality="seraphina")
+    await fake_discord.settle()
+    assert "now answers" in chosen.text
+    greeted = f"**Seraphina**\n{GREETING.replace('Ann', ACTIVATOR)}"
+    assert [m.content for m in fake_discord.sent_by_bot(dm)][-1] == greeted
+    llm_server.responder = lambda body: "Rest, traveller."
+    await fake_discord.say("hello?", user=ANN, dm=True)
+    assert [m.content for m in fake_discord.sent_by_bot(dm)][-2:] == [
+        greeted,
+        "**Seraphina**\nRest, traveller.",
+    ]
+    assert [m.role for m in await rows(runtime)] == ["assistant", "user", "assistant"]
