@@ -19,7 +19,7 @@ from memory.owners.bindings import BindingService
 from memory.owners.greetings import Greetings
 from memory.owners.incognito import IncognitoService
 from memory.owners.llm_configs import LLMConfigService
-from memory.owners.lore import LoreService
+from memory.owners.lore_editing import LoreService
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService

@@ -1,5 +1,5 @@
 """`personae personality lore NAME list|add|edit|enable|disable`: a personality's lorebook entries,
-through the same service as `/personality lore` (memory.owners.lore.LoreService)."""
+through the same service as `/personality lore` (memory.owners.lore_editing.LoreService)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from bot.cli.output import add_options, print_table
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core
-    from memory.owners.lore import LoreChanges, LoreEntry
+    from memory.owners.lore import LoreEntry
+    from memory.owners.lore_editing import LoreChanges
 
 POSITIONS = ("before", "after", "depth")
 LOGICS = ("and-any", "and-all", "not-any", "not-all")
@@ -66,7 +67,7 @@ def _entry_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _changes(args: argparse.Namespace) -> LoreChanges:
-    from memory.owners.lore import typed_changes
+    from memory.owners.lore_editing import typed_changes
 
     return typed_changes(
         keys=args.keys,

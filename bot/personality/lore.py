@@ -1,6 +1,6 @@
 """A personality's lorebook on Discord: /personality lore list, add, edit, enable and disable (a part of
 PersonalityCog), for its managers, over the service the CLI's `personae personality lore` uses
-(memory.owners.lore.LoreService); replies are private, the lore being part of the prompt."""
+(memory.owners.lore_editing.LoreService); replies are private, the lore being part of the prompt."""
 
 from __future__ import annotations
 
@@ -13,15 +13,8 @@ from bot.interactions import Interaction, user_id_of
 from bot.messages import DISCORD_LIMIT
 from bot.slash_commands import MAX_CHOICES, PersonaeCog, command
 from memory.errors import UserFacingError
-from memory.owners.lore import (
-    LOGIC_WORDS,
-    MAX_CONTENT_CHARS,
-    MAX_ENTRIES,
-    POSITION_WORDS,
-    LoreChanges,
-    LoreEntry,
-    typed_changes,
-)
+from memory.owners.lore import MAX_CONTENT_CHARS, MAX_ENTRIES, LoreEntry
+from memory.owners.lore_editing import LOGIC_WORDS, POSITION_WORDS, LoreChanges, typed_changes
 
 # A slash command's text option holds at most 6,000 characters; the CLI takes longer texts.
 MAX_TEXT_OPTION = min(6000, MAX_CONTENT_CHARS)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from memory.owners.cards import create_from_card, parse_card
-from memory.owners.lore import LoreChanges, Position
+from memory.owners.lore import Position
+from memory.owners.lore_editing import LoreChanges
 from models import Personality
 from testkit.llm_server import LLMTestServer
 from tests.memory.chat.turns import answer, chat_requests, request
