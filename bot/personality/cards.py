@@ -139,7 +139,8 @@ class CardCommands(PersonaeCog):
         url, avatar_said = await self._avatar(parsed)
         if url is not None:
             p = await service.edit(p.name, actor=uid, avatar_url=url)
-        report = "\n".join(imported.report.lines())  # the CLI's lines, aligned as it prints them
+        # The CLI's lines, aligned as it prints them; a card's own ``` would end the block early.
+        report = "\n".join(imported.report.lines()).replace("```", "'''")
         said = (
             f"Imported **{p.display_name}** (`{p.name}`) from a {parsed.version} card: its prompt is "
             f"{len(p.system_prompt):,} characters.\n```\n{report}\n```\n{avatar_said} Talk to it by name, "

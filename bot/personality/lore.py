@@ -25,7 +25,7 @@ SHOWN_CHARS = 120  # of each entry's text in the list
 POSITION_CHOICES = [app_commands.Choice(name=word, value=word) for word in POSITION_WORDS]
 LOGIC_CHOICES = [app_commands.Choice(name=word, value=word) for word in LOGIC_WORDS]
 # The options of add and edit, by the name of typed_changes' argument each is (`content`: "text" on
-# Discord, as on the CLI); kept short: /personality's whole tree has 4,000 characters).
+# Discord, as on the CLI); kept short, as /personality's whole tree has 4,000 characters.
 ENTRY_OPTIONS = {
     "keys": "Words that activate it, comma-separated; /regex/i too",
     "content": "What the model is told while it is active",

@@ -204,12 +204,15 @@ async def test_import_reports_what_the_card_brings_as_the_cli_does(fake_discord:
         assets=[{"type": "emotion", "uri": "embeded://assets/happy.png", "name": "happy"}],
         source=["https://cards.example/seraphina"],
         creation_date=1700000000,
+        nickname="Sera```",
     )
     parsed = parse_card(json.dumps(card).encode())
     lines = card_report(parsed, compose_prompt(parsed.fields, "Seraphina")).lines()
     assert any(line.startswith("not kept: asset emotion/happy") for line in lines)
     reply = await import_card(fake_discord, json.dumps(card).encode(), "seraphina.json")
-    assert "```\n" + "\n".join(lines) + "\n```" in reply.text  # the CLI's lines, aligned as it prints them
+    # The CLI's lines, aligned as it prints them, in a block the card's own ``` cannot end early.
+    assert "```\n" + "\n".join(lines).replace("```", "'''") + "\n```" in reply.text
+    assert reply.text.count("```") == 2
     assert len(reply.text) <= 2000
 
 
