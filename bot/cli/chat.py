@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from bot.cli.output import CommandError
+from bot.cli.user_memories import print_receipt
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
@@ -71,7 +72,11 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
 
     if args.new:
         await reset()
-    print(f"Chatting with {personality.display_name}. /reset clears the summary; /quit or Ctrl-D ends.")
+    print(
+        f"Chatting with {personality.display_name}. /reset clears the summary; /why shows the memories "
+        "the last reply used; /quit or Ctrl-D ends."
+    )
+    last: str | None = None  # the message the last reply answered, for /why
     # A turn's work after its reply (memory formation, rolling summary) runs while the user types; the
     # next turn starts once it is done, and a turn's failure ends the chat with its one line.
     turn: asyncio.Task[ChatTurn] | None = None
@@ -84,6 +89,9 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
                 continue
             if turn is not None:
                 await turn
+            if line.strip() == "/why":
+                await show_why(runtime, args.user, last)
+                continue
             if line.strip() == "/reset":
                 removed = await reset()
                 print(f"(conversation summary cleared: {removed} rows; long-term memories stay)")
@@ -98,6 +106,7 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
                 message_id=f"terminal:{uuid.uuid4()}",
                 text=line,
             )
+            last = request.message_id
             delivery = TerminalDelivery(personality.display_name)
             turn = asyncio.create_task(chat.answer(request, delivery), name="terminal-turn")
             delivered = asyncio.create_task(delivery.delivered.wait())
@@ -108,6 +117,15 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     finally:
         if turn is not None:
             await turn
+
+
+async def show_why(runtime: Runtime, user_id: str, message_id: str | None) -> None:
+    """/why: the memories the last reply's prompt held, with their ids."""
+    if message_id is None:
+        print("(no reply yet: /why shows the memories the last reply used)")
+        return
+    receipt = await runtime.memory.reply_receipt(user_id=user_id, message_id=message_id)
+    print_receipt(receipt, "The last reply")
 
 
 def read_line(prompt: str) -> str | None:
