@@ -165,7 +165,10 @@ async def score_mode(
                 scores.direct_ranks.append(rank)
                 if rank != 1:
                     top = _brief(recalled[0]) if recalled else "nothing"
-                    scores.misses.append(f"direct {chat.name}/{q.user} {q.query!r}: rank {rank}; first {top}")
+                    answer = f"; answer {_brief(recalled[rank - 1])}" if rank else ""
+                    scores.misses.append(
+                        f"direct {chat.name}/{q.user} {q.query!r}: rank {rank}; first {top}{answer}"
+                    )
             else:
                 share = gathered(answers, recalled)
                 scores.gathering.append(share)
@@ -200,9 +203,10 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
         f"{'mode':<11} {'direct rank 1':>13} {'top 5':>6} {'gathering r@10':>15} "
         f"{'unrelated empty':>16} {'related non-empty':>18} {'words':>6}"
     )
-    async with bench_database("recall-questions") as db:
-        personalities = PersonalityService(db.sessionmaker)
-        for mode in modes:
+    for mode in modes:
+        # A database per mode: a personality's name must read apart from every other's in one.
+        async with bench_database(f"recall-questions-{mode.value}") as db:
+            personalities = PersonalityService(db.sessionmaker)
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
             try:
                 services = eval_services(db, index, embedder, cfg)
