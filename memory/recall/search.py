@@ -215,8 +215,8 @@ async def recall(
         if not any(_relevant(question.coverage(said[m.id]), cosines.get(m.id, 0.0), floor) for m in read):
             return []
         for m in read:
-            if question.holds_answer(said[m.id]):
-                scores[m.id] = scores.get(m.id, 0.0) + ANSWER_KIND_BONUS
+            bonus = ANSWER_KIND_BONUS if question.holds_answer(said[m.id]) else 0.0
+            scores[m.id] = scores.get(m.id, 0.0) + bonus + question.fit_bonus(said[m.id])
         ranked = sorted(read, key=lambda m: (-scores.get(m.id, 0.0), -m.occurred_at.timestamp(), m.id))
         hits = pins_first(ranked, about)[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
