@@ -60,6 +60,8 @@ LEVERS: dict[str, tuple[Any, str, Any]] = {
     "context-of-three": (search, "CONTEXT_HITS", 1),
     "head": (question, "HEAD_BONUS", 0.0),
     "phrase": (question, "PHRASE_BONUS", 0.0),
+    "forms": (question, "_forms", lambda word: ""),
+    "about-user-dense": (search, "ABOUT_USER_DENSE_WEIGHT", search.DENSE_WEIGHT),
 }
 
 

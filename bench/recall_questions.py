@@ -3,9 +3,10 @@ piece), unrelated questions (nothing at all), through the product's import and r
 
 Chats, each imported as `personae import` does into a personality of its own per memory mode:
 bench/data/eval_conversations.jsonl (three users with one personality), examples/lilith.jsonl and
-examples/sage.jsonl (two users each), and bench/data/seraphina_sillytavern.jsonl (a SillyTavern
+examples/sage.jsonl (two users each), bench/data/seraphina_sillytavern.jsonl (a SillyTavern
 roleplay, read by the product's SillyTavern reader, imported for user `kael`; its answers are named
-`st#N`, the Nth message). Questions: bench/data/eval_questions.jsonl (direct, over the eval chat) and
+`st#N`, the Nth message), and bench/data/brannoc_roleplay.jsonl (a tavern roleplay with *actions*,
+written after the levers were chosen: held out). Questions: bench/data/eval_questions.jsonl (direct, over the eval chat) and
 bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones asked of every user).
 
 Scores, every question asked through `MemoryService.recall` with limit 10:
@@ -58,6 +59,8 @@ CHATS = (
     Chat("lilith", ROOT / "examples" / "lilith.jsonl", "Lilith"),
     Chat("sage", ROOT / "examples" / "sage.jsonl", "Sage"),
     Chat("seraphina", DATA / "seraphina_sillytavern.jsonl", "Seraphina", sillytavern_user="kael"),
+    # Written after the levers of issue 22 were chosen, to check them on a chat they were not tuned on.
+    Chat("brannoc", DATA / "brannoc_roleplay.jsonl", "Brannoc"),
 )
 
 

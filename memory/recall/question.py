@@ -27,6 +27,9 @@ words of asking, never from a list of what some data set talks about:
   (+ be)" or "how old (+ be)" ("what's my home address", "which herb can't I", "what pet do I"), the
   noun after "of" when that phrase only shapes ("the name of my dog", "what kind of art"), the noun
   of "how many wolves".
+- A content word is searched in all its forms (`_forms`, from lemminflect's tables of English
+  inflection): "what did I buy" asks for "bought", "how many wolves" for "wolf", which the stemmer
+  alone does not join. Only the keyword query grows; what a memory holds is judged on the words asked.
 - Its phrases (`phrases`): content words next to each other in it ("Lisbon map", "road trip",
   "June 27"), which a memory holding them next to each other says as the question does.
 """
@@ -37,6 +40,9 @@ import enum
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
+
+from lemminflect import getAllInflections, getAllLemmas
 
 from memory.recall.keywords import encode_sparse_query, own_line_terms
 from memory.types import SparseVector
@@ -172,6 +178,7 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
     lowered = [w.lower().replace("’", "'") for w in words]
     bare = [w.split("'")[0] for w in lowered]
     content: dict[int, float] = {}
+    forms: dict[int, float] = {}  # the terms of the content words' other forms
     carrying: list[bool] = []  # per word: does it carry the search (an entity or a content word)
     about_user = any(w in _USER for w in bare)
     gathers = any(w in _GATHERING for w in bare)
@@ -199,9 +206,13 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         weight = ENTITY_WEIGHT if entity else CONTENT_WEIGHT
         for term in terms:
             content[term] = max(content.get(term, 0.0), weight)
-    weights = dict(content)
+        if not entity:
+            for term in encode_sparse_query(_forms(low)).indices:
+                forms[term] = max(forms.get(term, 0.0), weight)
+    searched = forms | content
+    weights = dict(searched)
     if about_user:
-        for term, weight in own_line_terms(content).items():
+        for term, weight in own_line_terms(searched).items():
             weights[term] = OWN_LINES_SHARE * weight
     ordered = sorted(weights.items())
     return Question(
@@ -309,3 +320,11 @@ def _phrases(bare: list[str], carrying: list[bool]) -> tuple[re.Pattern[str], ..
 def _root(word: str) -> str:
     """A word without the endings of its plural or tense (roses -> ros, trips -> tri)."""
     return word if len(word) <= 4 else word[:-2]
+
+
+@lru_cache(maxsize=4096)
+def _forms(word: str) -> str:
+    """The word's other forms, space-separated: its lemmas and their inflections (bought, buy, buys)."""
+    lemmas = {lemma for found in getAllLemmas(word).values() for lemma in found}
+    inflected = {form for lemma in lemmas | {word} for found in getAllInflections(lemma).values() for form in found}
+    return " ".join(sorted((lemmas | inflected) - {word}))

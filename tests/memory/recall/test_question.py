@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from memory.recall.keywords import encode_sparse_query, own_line_terms
-from memory.recall.question import CONTENT_WEIGHT, ENTITY_WEIGHT, OWN_LINES_SHARE, AnswerKind, read_question
+from memory.recall.question import (
+    CONTENT_WEIGHT,
+    ENTITY_WEIGHT,
+    HEAD_BONUS,
+    OWN_LINES_SHARE,
+    PHRASE_BONUS,
+    AnswerKind,
+    read_question,
+)
 
 
 def term(word: str) -> int:
@@ -110,3 +118,42 @@ def test_coverage_is_the_share_of_the_content_held() -> None:
     assert question.coverage("Doran fixed my sword") == pytest.approx(1.5 / 3.5)
     assert question.coverage("tides and moons") == 0.0
     assert read_question("what is it?").coverage("anything") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("query", "head"),
+    [
+        ("what's my sister's address", "address"),
+        ("What is Mira's mark?", "mark"),
+        ("What is the name of my dog?", "dog"),  # "the name of": the noun after "of" carries it
+        ("what's my cat called", "cat"),
+        ("which herb can't I stand", "herb"),
+        ("what pet do I have", "pet"),
+        ("How many wolves attacked me?", "wolves"),
+        ("How old is my grandmother?", "grandmother"),
+        ("Who is my sister?", "sister"),
+        ("What kind of art does Melanie make?", "art"),
+        # No noun asked about, or only the kind of answer: no head.
+        ("what's happening on June 27", None),
+        ("What was my 10k time?", None),
+        ("Where did we find Ember?", None),
+        ("How much did the Lisbon map cost?", None),
+        ("Leila", None),
+    ],
+)
+def test_the_head_is_the_noun_the_question_asks_about(query: str, head: str | None) -> None:
+    assert read_question(query).head == frozenset([term(head)] if head else [])
+
+
+def test_a_text_earns_the_bonus_of_the_head_and_of_a_phrase_it_holds() -> None:
+    address = read_question("what's my sister's address")
+    # The sister without the address does not answer it; the address does, even without the sister.
+    assert address.fit_bonus("so my sister Leila lives in Porto") == 0.0
+    assert address.fit_bonus("Leila sent me her address: Rua das Flores 88") == HEAD_BONUS
+    june = read_question("what's happening on June 27")
+    assert june.fit_bonus("physio appointment on June 27th at Praxis Weber") == PHRASE_BONUS
+    # Both words, apart, are no phrase.
+    assert june.fit_bonus("27 of my students passed, in June") == 0.0
+    trip = read_question("Who is coming on the road trip?")
+    assert trip.fit_bonus("road trip plan update!!! it's me, Turnip, and Jess") == PHRASE_BONUS
+    assert trip.fit_bonus("a trip down the road") == 0.0
