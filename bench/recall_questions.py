@@ -105,6 +105,7 @@ class Scores:
     unrelated_empty: list[bool] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
+    chat_ranks: dict[str, list[int | None]] = field(default_factory=dict)  # direct ranks by chat
 
     def share_direct(self, within: int) -> float:
         return sum(r is not None and r <= within for r in self.direct_ranks) / len(self.direct_ranks)
@@ -166,6 +167,7 @@ async def score_mode(
             if q.kind == "direct":
                 rank = direct_rank(answers, recalled)
                 scores.direct_ranks.append(rank)
+                scores.chat_ranks.setdefault(chat.name, []).append(rank)
                 if rank != 1:
                     top = _brief(recalled[0]) if recalled else "nothing"
                     answer = f"; answer {_brief(recalled[rank - 1])}" if rank else ""
@@ -225,6 +227,11 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
                 f"{100 * statistics.fmean(scores.unrelated_empty):>15.1f}% {100 * related:>17.1f}% "
                 f"{statistics.fmean(scores.words):>6.0f}"
             )
+            by_chat = (
+                f"{name} {100 * sum(r == 1 for r in ranks) / len(ranks):.0f}% of {len(ranks)}"
+                for name, ranks in scores.chat_ranks.items()
+            )
+            print(f"{'':<11} direct rank 1 by chat: {', '.join(by_chat)}")
             if show_misses:
                 print("\n".join(f"   {miss}" for miss in scores.misses))
 
