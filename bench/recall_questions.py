@@ -6,8 +6,9 @@ bench/data/eval_conversations.jsonl (three users with one personality), examples
 examples/sage.jsonl (two users each), bench/data/seraphina_sillytavern.jsonl (a SillyTavern
 roleplay, read by the product's SillyTavern reader, imported for user `kael`; its answers are named
 `st#N`, the Nth message), and bench/data/brannoc_roleplay.jsonl (a tavern roleplay with *actions*,
-written after the levers were chosen: held out). Questions: bench/data/eval_questions.jsonl (direct, over the eval chat) and
-bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones asked of every user).
+written after the levers were chosen: held out). Questions: bench/data/eval_questions.jsonl (direct,
+over the eval chat) and bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones
+asked of every user).
 
 Scores, every question asked through `MemoryService.recall` with limit 10:
 - direct: the rank of the first memory whose own messages hold an answer (its context not counted);

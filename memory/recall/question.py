@@ -30,8 +30,6 @@ words of asking, never from a list of what some data set talks about:
 - A content word is searched in all its forms (`_forms`, from lemminflect's tables of English
   inflection): "what did I buy" asks for "bought", "how many wolves" for "wolf", which the stemmer
   alone does not join. Only the keyword query grows; what a memory holds is judged on the words asked.
-- Its phrases (`phrases`): content words next to each other in it ("Lisbon map", "road trip",
-  "June 27"), which a memory holding them next to each other says as the question does.
 """
 
 from __future__ import annotations
@@ -55,10 +53,6 @@ ENTITY_WEIGHT = 1.5
 # 0.5 and 1.0 measured 78.9% and 80.5% direct questions first on bench.recall_questions (72.7% without
 # own lines), 2.0 as 1.0; LoCoMo's questions are in the third person, unchanged.
 OWN_LINES_SHARE = 1.0
-# Added to a memory's score (memory.recall.search) when it holds the question's head noun, and when it
-# holds one of its phrases word for word.
-HEAD_BONUS = 0.4
-PHRASE_BONUS = 0.2
 
 _WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whats"})
 _AUXILIARIES = frozenset({
@@ -89,7 +83,9 @@ _PREPOSITIONS = frozenset({
     "of", "on", "in", "at", "to", "for", "from", "with", "about", "by", "into", "after", "before",
     "during", "since", "until", "and", "or", "but", "while", "when", "if", "than", "as",
 })  # fmt: skip
-_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "his", "her", "their", "our", "its", "this", "that"})
+_DETERMINERS = frozenset(
+    {"the", "a", "an", "my", "your", "his", "her", "their", "our", "its", "this", "that"}
+)
 _TIME_NOUNS = frozenset({"time", "date", "dates", "day", "days", "month", "year", "week"})
 _DEGREES = frozenset({"much", "many", "old", "long", "far", "often", "big", "tall", "heavy", "fast"})
 
@@ -137,20 +133,12 @@ class Question:
     answer_kind: AnswerKind | None
     # The participants' names and the question's own words, lowercased: no answer to "who".
     known: frozenset[str] = frozenset()
-    # The keyword terms of the noun asked about, if the question's structure shows one.
+    # The keyword terms of the noun asked about, in all its forms, if the question's structure shows one.
     head: frozenset[int] = frozenset()
-    # Adjacent content words, each as a pattern finding them next to each other in a text.
-    phrases: tuple[re.Pattern[str], ...] = ()
 
-    def fit_bonus(self, text: str) -> float:
-        """What a text earns for holding the question's head noun (HEAD_BONUS) and one of its
-        phrases word for word (PHRASE_BONUS)."""
-        bonus = 0.0
-        if self.head and self.head <= set(encode_sparse_query(text).indices):
-            bonus += HEAD_BONUS
-        if any(p.search(text) for p in self.phrases):
-            bonus += PHRASE_BONUS
-        return bonus
+    def holds_head(self, text: str) -> bool:
+        """Whether the text holds the noun the question asks about (False: it shows none)."""
+        return not self.head.isdisjoint(encode_sparse_query(text).indices)
 
     def holds_answer(self, text: str) -> bool:
         """Whether the text holds the kind of thing the question asks for (False: asks for none)."""
@@ -215,6 +203,7 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         for term, weight in own_line_terms(searched).items():
             weights[term] = OWN_LINES_SHARE * weight
     ordered = sorted(weights.items())
+    head = _head(lowered, carrying)
     return Question(
         keywords=SparseVector(indices=[t for t, _ in ordered], values=[w for _, w in ordered]),
         content_terms=content,
@@ -223,8 +212,7 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         gathers=gathers,
         answer_kind=_answer_kind(bare),
         known=frozenset(named | set(bare)),
-        head=frozenset(encode_sparse_query(head).indices if (head := _head(lowered, carrying)) else ()),
-        phrases=_phrases(bare, carrying),
+        head=frozenset(encode_sparse_query(f"{head} {_forms(head)}").indices if head else ()),
     )
 
 
@@ -307,24 +295,11 @@ def _head(lowered: list[str], carrying: list[bool]) -> str | None:
     return None if head in _TIME_NOUNS else head
 
 
-def _phrases(bare: list[str], carrying: list[bool]) -> tuple[re.Pattern[str], ...]:
-    """Each pair of adjacent content words as a pattern finding them together, either word with
-    any ending ("road trip" in "road trips", "June 27" in "June 27th")."""
-    return tuple(
-        re.compile(rf"\b{re.escape(_root(a))}[\w'’]*\W{{1,3}}{re.escape(_root(b))}", re.IGNORECASE)
-        for a, b, ca, cb in zip(bare, bare[1:], carrying, carrying[1:], strict=False)
-        if ca and cb
-    )
-
-
-def _root(word: str) -> str:
-    """A word without the endings of its plural or tense (roses -> ros, trips -> tri)."""
-    return word if len(word) <= 4 else word[:-2]
-
-
 @lru_cache(maxsize=4096)
 def _forms(word: str) -> str:
     """The word's other forms, space-separated: its lemmas and their inflections (bought, buy, buys)."""
     lemmas = {lemma for found in getAllLemmas(word).values() for lemma in found}
-    inflected = {form for lemma in lemmas | {word} for found in getAllInflections(lemma).values() for form in found}
+    inflected = {
+        form for lemma in lemmas | {word} for found in getAllInflections(lemma).values() for form in found
+    }
     return " ".join(sorted((lemmas | inflected) - {word}))
