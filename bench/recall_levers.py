@@ -59,7 +59,6 @@ LEVERS: dict[str, tuple[Any, str, Any]] = {
     "own-lines": (question, "OWN_LINES_SHARE", 0.0),
     "context-of-three": (search, "CONTEXT_HITS", 1),
     "head": (search, "HEAD_BONUS", 0.0),
-    "forms": (question, "_forms", lambda word: ""),
     "about-user-dense": (search, "ABOUT_USER_DENSE_WEIGHT", search.DENSE_WEIGHT),
 }
 
