@@ -41,8 +41,8 @@ CANDIDATES = 60
 DENSE_WEIGHT = 0.3
 # The dense side's share for a question about the user ("my horse", "what do I drive"): they ask
 # in their own paraphrase of what they said ("horse" for "gelding", "pet" for "tortoise"), and their
-# question's content words are few. bench.recall_questions direct first, verbatim / summarized:
-# 0.3 84.3 / 84.3%, see docs/PERFORMANCE.md; LoCoMo's questions are in the third person, unchanged.
+# question's content words are few. bench.recall_questions direct first, verbatim / summarized: 83.6 /
+# 82.9% at 0.3, 85.7 / 85.0% at 0.4 to 0.5, 85.0% at 0.6; LoCoMo's questions are in the third person.
 ABOUT_USER_DENSE_WEIGHT = 0.5
 # A memory only the dense side found, at a cosine this low, is noise rather than a memory of what was
 # asked. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones 0.3 and up; a
@@ -68,8 +68,8 @@ ABOUT_USER_FLOOR = 0.15
 ANSWER_KIND_BONUS = 0.2
 # Added to the fused score of a memory holding the noun the question asks about (`Question.head`:
 # the address of "what's my sister's address"). bench.recall_questions direct first, verbatim /
-# summarized: 84.3 / 83.6% without, 86.4 / 85.7% at 0.4 (0.2 alike, 0.6 a fix and a loss); LoCoMo dev
-# r@10 verbatim 85.9 -> 85.6. A bonus for adjacent content words found together ("Lisbon map") was
+# summarized: 85.0 / 84.3% without, 85.7 / 85.0% at 0.4 (0.2 alike; 0.6 a fix and a loss); LoCoMo dev
+# r@10 unchanged within noise. A bonus for adjacent content words found together ("Lisbon map") was
 # measured and left out: one more direct question, LoCoMo r@10 -0.4.
 HEAD_BONUS = 0.4
 # A pinned memory is recalled ahead of the others when the query is about it: it shares a word with
@@ -126,7 +126,7 @@ class RecalledMemory(StoredMemory):
     said just before and after it in its conversation that came with it (`context`, conversation
     order). What is shown beside its id is its own text; a prompt reads it with its context
     (`text_with_context`). Its score is the fused one (`fuse`, in [0, 1]) plus ANSWER_KIND_BONUS when
-    it holds the kind of answer asked for."""
+    it holds the kind of answer asked for and HEAD_BONUS when it holds the noun asked about."""
 
     score: float
     context: tuple[StoredMemory, ...] = ()
@@ -171,10 +171,10 @@ async def recall(
     """The user's memories of this personality that best match the query, for this venue only.
 
     Nothing when no memory is about the question (RELEVANCE_FLOOR). Else best first by fused score
-    (`fuse`, plus ANSWER_KIND_BONUS), the most recent first among equals, except that relevant pinned
-    memories come before all of them (`pins_first`). The best CONTEXT_HITS carry the exchanges just
-    before and after them as context while the words fit (`with_context`). The query is searched as
-    given (MemoryService.recall removes a user's chat-template tokens first).
+    (`fuse`, plus ANSWER_KIND_BONUS and HEAD_BONUS), the most recent first among equals, except that
+    relevant pinned memories come before all of them (`pins_first`). The best CONTEXT_HITS carry the
+    exchanges just before and after them as context while the words fit (`with_context`). The query is
+    searched as given (MemoryService.recall removes a user's chat-template tokens first).
     """
     query = query.strip()
     if not query or limit <= 0:
