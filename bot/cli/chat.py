@@ -105,13 +105,14 @@ def _typed_so_far() -> str:
 
 class TerminalDelivery:
     """A reply printed as the model writes it, under the personality's name, and stored under an id of
-    its own: a ReplyDelivery (memory.chat.turns). The thinking mark is already on the screen."""
+    its own: a ReplyDelivery (memory.chat.turns, not imported here: `personae --help` stays light). The
+    thinking mark is already on the screen; `stored` is set once the reply is in the log."""
 
     def __init__(self, screen: Screen, speaker: str) -> None:
         self._screen = screen
         self._speaker = speaker
         self._writing = False
-        self.delivered = asyncio.Event()
+        self.stored = asyncio.Event()
 
     def writing(self) -> AbstractAsyncContextManager[None]:
         return nullcontext()
@@ -126,8 +127,10 @@ class TerminalDelivery:
         if not self._writing:
             self._screen.stop_thinking(self._speaker)
         self._screen.write((reply.text if not reply.ok else "") + "\n")
-        self.delivered.set()
         return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
+
+    async def recorded(self) -> None:
+        self.stored.set()
 
     async def remembered(self, message_ids: Sequence[str]) -> None:
         if message_ids:
@@ -244,13 +247,14 @@ class TerminalChat:
         turn = self._in_background(self.runtime.chat.answer(request, delivery))
         if overlaps:
             turn.add_done_callback(self._overlapped)
-        delivered = asyncio.create_task(delivery.delivered.wait())
+        # The next prompt once the reply is stored (Ctrl-C then loses nothing), or the turn has ended.
+        stored = asyncio.create_task(delivery.stored.wait())
         try:
-            await asyncio.wait({turn, delivered}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({turn, stored}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            delivered.cancel()
+            stored.cancel()
         if turn.done():
-            turn.result()  # a turn that ended before its reply was shown: its error is this command's
+            turn.result()  # a turn that ended before its reply was stored: its error is this command's
 
     def _in_background(self, work: Coroutine[object, object, T]) -> asyncio.Task[T]:
         task = asyncio.create_task(work)

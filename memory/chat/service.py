@@ -166,6 +166,7 @@ class ChatService:
                 await self.regenerator.replace(prepared, parts)
             else:
                 await self.record_reply(reply, parts)
+        await delivery.recorded()
         after = await self.after_reply(prepared.conversation_id)
         try:
             await delivery.remembered(after.remembered_message_ids)
