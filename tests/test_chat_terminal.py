@@ -256,3 +256,50 @@ async def test_a_new_conversation_opens_with_the_greeting_and_none_of_the_old_on
     # The old conversation stays in the log, set aside.
     assert len(await rows(env["DATABASE_URL"], Conversation)) == 2
     assert "And my cat?" in [m.content for m in await rows(env["DATABASE_URL"], Message)]
+
+
+async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
+    env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path
+) -> None:
+    summarizer.release.set()
+    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
+    chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
+    try:
+        await chat.expect("you> ")
+        chat.type("My dog is called Biscuit.")
+        await chat.expect("(remembered)")
+        for command in (("memory", "stats"), ("memory", "list", "--personality", "lilith", "--user", "42")):
+            code, out, err = await personae(*command, env=env, cwd=tmp_path)
+            assert code == 0, err
+        chat.type("/quit")
+        assert await chat.ended() == 0
+    finally:
+        chat.close()
+    assert "Biscuit" in out  # the memory formed while the chat ran, listed from PostgreSQL
+
+
+async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_path: Path) -> None:
+    """wordfreq (fact checks) and emoji (cleaning text) cost ~0.5 s to load; a recall uses neither."""
+    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "bot.cli",
+        "recall",
+        "Biscuit",
+        "--personality",
+        "lilith",
+        "--user",
+        "42",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), EXPECT_SECONDS)
+    assert process.returncode == 0, err.decode()
+    imported = {line.rsplit("|", 1)[-1].strip() for line in err.decode().splitlines() if "|" in line}
+    assert "memory.chat.service" in imported  # the recall did run through the services
+    assert imported & {"wordfreq", "emoji", "langcodes", "litellm"} == set()
