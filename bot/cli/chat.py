@@ -357,6 +357,7 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
         await chat.converse(lines)
     except asyncio.CancelledError:
         # Ctrl-C: the messages are stored; what was still forming is formed the next time.
+        chat.screen.write("\n")
         for work in chat.work:
             work.cancel()
         raise
