@@ -199,13 +199,18 @@ async def test_ctrl_c_leaves_formation_for_the_next_chat(
     assert await rows(env["DATABASE_URL"], Memory) == []
     assert [m.role for m in await rows(env["DATABASE_URL"], Message)] == ["user", "assistant"]
 
+    # The next chat, even in a new conversation, forms what the last one left.
     summarizer.release.set()
     code, out, err = await personae(
-        "chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path, stdin=b"Good boy.\n/quit\n"
+        *("chat", "--personality", "lilith", "--user", "42", "--new"),
+        env=env,
+        cwd=tmp_path,
+        stdin=b"Good boy.\n/quit\n",
     )
     assert code == 0, err
     assert "(remembered)" in out
     assert len(await rows(env["DATABASE_URL"], Memory)) == 2
+    assert len(await rows(env["DATABASE_URL"], Conversation)) == 2
 
 
 def card(tmp_path: Path) -> Path:
