@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from models import Conversation, Memory, Message
 from models.database import create_engine, create_sessionmaker
-from testkit.llm_server import LLMTestServer, SummarizerModel
+from testkit.llm_server import LLMTestServer, SummarizerModel, Trickle
 from tests.test_chat_cli import environment, personae
 
 EXPECT_SECONDS = 120  # a bound against a hang, not a timing: the shared machine may be slow
@@ -178,6 +178,30 @@ async def test_the_next_prompt_never_waits_on_memory_formation(
     assert len(memories) == 2
     logged = log_file.read_text()
     assert "DEBUG" in logged and "DEBUG" not in chat.output  # logs went to the file, not the screen
+
+
+async def test_a_note_waits_for_the_end_of_the_reply_being_written(
+    env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
+) -> None:
+    await personae("personality", "create", "Lilith", "--memory-mode", "summarized", env=env, cwd=tmp_path)
+    chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
+    try:
+        await chat.expect("you> ")
+        chat.type("My dog is called Biscuit.")
+        await chat.expect("you> ")
+        await summarizer.asked()
+        # The first memory is formed while the second reply comes a word at a time.
+        llm_server.script(Trickle(interval=0.5))
+        chat.type("He is three years old.")
+        await chat.expect("Lilith> Biscuit")
+        summarizer.release.set()
+        turn = await chat.expect("you> ")
+        chat.type("/quit")
+        assert await chat.ended() == 0
+    finally:
+        chat.close()
+    assert " is a fine name.\r\n" in turn  # the reply's line whole, whenever the note came
+    assert "(remembered)" in chat.output[chat.output.index("He is three years old.") :]
 
 
 async def test_ctrl_c_leaves_formation_for_the_next_chat(

@@ -73,25 +73,39 @@ class Screen:
     def __init__(self) -> None:
         self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
         self.prompting = False  # the prompt is shown and the user may be typing
+        self._replying = False  # a reply's line is being written: notes wait for its end
+        self._held_notes: list[str] = []
 
     def write(self, text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
     def note(self, text: str) -> None:
-        """A line of its own, above the prompt if the user is at it, their typing kept."""
-        if not (self.interactive and self.prompting):
+        """A line of its own: after the reply being written, above the prompt if the user is at it
+        (their typing kept)."""
+        if self._replying:
+            self._held_notes.append(text)
+        elif self.interactive and self.prompting:
+            self.write(f"\r\x1b[2K{text}\n{PROMPT}{_typed_so_far()}")
+        else:
             self.write(f"{text}\n")
-            return
-        self.write(f"\r\x1b[2K{text}\n{PROMPT}{_typed_so_far()}")
 
     def thinking(self, speaker: str) -> None:
         """The speaker's line, with a mark until the reply's first words replace it."""
+        self._replying = True
         self.write(f"{speaker}> " + (THINKING if self.interactive else ""))
 
     def stop_thinking(self, speaker: str) -> None:
         if self.interactive:
             self.write(f"\r\x1b[2K{speaker}> ")
+
+    def end_reply(self, text: str) -> None:
+        """The rest of the reply's line, then the notes that came while it was written."""
+        self.write(f"{text}\n")
+        self._replying = False
+        for note in self._held_notes:
+            self.write(f"{note}\n")
+        self._held_notes.clear()
 
 
 def _typed_so_far() -> str:
@@ -126,7 +140,7 @@ class TerminalDelivery:
     async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
         if not self._writing:
             self._screen.stop_thinking(self._speaker)
-        self._screen.write((reply.text if not reply.ok else "") + "\n")
+        self._screen.end_reply(reply.text if not reply.ok else "")
         return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
 
     async def recorded(self) -> None:
