@@ -299,9 +299,7 @@ class TerminalChat:
 
     async def greet(self) -> None:
         """The character's greeting, when this conversation is new."""
-        from memory.owners.greetings import Greetings
-
-        greeting = await Greetings(self.runtime.sessionmaker).greet(
+        greeting = await self.runtime.greetings.greet(
             personality_id=self.personality.id,
             guild_id=None,
             channel_id=CHANNEL,
