@@ -1,7 +1,7 @@
 """Conversations and the message log: stored first, idempotently, before anything acts on them, each
 reply linked to the user message it answers, text made storable on the way in, and what a user said
 while incognito marked so it never becomes a memory; and the one reset of a conversation (its rolling
-summary and title; the log and long-term memories stay)."""
+summary and title; the log and long-term memories stay), and a new conversation in a venue."""
 
 from __future__ import annotations
 
@@ -293,6 +293,18 @@ async def reset_conversation(session: AsyncSession, personality_id: int, venue: 
         .values(title=None)
     )
     return removed
+
+
+async def set_conversation_aside(session: AsyncSession, personality_id: int, venue: Venue) -> int | None:
+    """Keep the conversation in this venue under a key of its own, so that the next message here opens a
+    new one; its log, summary, memories and pending formation stay with it. Returns its id, or None
+    when there is none here."""
+    conversation = await find_conversation(session, personality_id, venue)
+    if conversation is None:
+        return None
+    # Memory ids of exchanges already formed are stored; those formed later take the new key.
+    conversation.venue_key = f"{venue.key}#{conversation.id}"
+    return conversation.id
 
 
 async def conversation_title(session: AsyncSession, personality_id: int, venue: Venue) -> str | None:

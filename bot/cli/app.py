@@ -134,7 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    configure_logging(settings, verbose=args.verbose, long_running=getattr(args, "long_running", False))
+    log_file = getattr(args, "log_file", None)  # the command's own log file, made from the settings
+    configure_logging(
+        settings,
+        verbose=args.verbose,
+        long_running=getattr(args, "long_running", False),
+        log_file=log_file(settings) if log_file is not None else None,
+    )
     try:
         standalone = getattr(args, "standalone", None)
         if standalone is not None:

@@ -43,7 +43,14 @@ from memory.chat.turns import (
     count_with,
     reply_messages,
 )
-from memory.conversations import LoggedMessage, Venue, conversation_title, ensure_conversation, store_messages
+from memory.conversations import (
+    LoggedMessage,
+    Venue,
+    conversation_title,
+    ensure_conversation,
+    set_conversation_aside,
+    store_messages,
+)
 from memory.conversations import reset_conversation as reset_stored_conversation
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
@@ -159,6 +166,7 @@ class ChatService:
                 await self.regenerator.replace(prepared, parts)
             else:
                 await self.record_reply(reply, parts)
+        await delivery.recorded()
         after = await self.after_reply(prepared.conversation_id)
         try:
             await delivery.remembered(after.remembered_message_ids)
@@ -293,7 +301,9 @@ class ChatService:
             budget=budget,
             model=cfg.model if cfg else None,
             name_speakers=request.guild_id is not None,
-            persona=_prompt_persona(personas.get(request.user_id), request.user_name),
+            # Without a persona of theirs, the model still knows the name they write under.
+            persona=_prompt_persona(personas.get(request.user_id), request.user_name)
+            or PromptPersona(speaker=request.user_name, name=request.user_name),
             others=[
                 p for i, name in others.items() if (p := _prompt_persona(personas.get(i), name)) is not None
             ],
@@ -352,6 +362,15 @@ class ChatService:
         venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
         async with self._sessionmaker.begin() as session:
             return await reset_stored_conversation(session, personality_id, venue)
+
+    async def start_new_conversation(
+        self, *, personality_id: int, guild_id: str | None, channel_id: str | None, user_id: str
+    ) -> int | None:
+        """Open a new conversation here, with no earlier message in its context: the current one is set
+        aside, its log and memories kept, and its id returned (None when there was none)."""
+        venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
+        async with self._sessionmaker.begin() as session:
+            return await set_conversation_aside(session, personality_id, venue)
 
     async def conversation_title(
         self, *, personality_id: int, guild_id: str | None, channel_id: str | None, user_id: str

@@ -74,8 +74,9 @@ class ChatReply:
 class ReplyDelivery(Protocol):
     """Where a turn's reply goes: sent to Discord, printed in the terminal, put in place of an earlier
     reply (🔄). The chat service calls it in this order: `writing` around the model's call (each piece
-    of text to `on_text` as it comes), `deliver` once, then `remembered` after formation. A class that
-    derives from it inherits the defaults (do nothing) of all but `deliver`."""
+    of text to `on_text` as it comes), `deliver` once, `recorded` once the reply is stored, then
+    `remembered` after formation. A class that derives from it inherits the defaults (do nothing) of
+    all but `deliver`."""
 
     def writing(self) -> AbstractAsyncContextManager[None]:
         """Held while the model writes (Discord's typing indicator); nothing by default."""
@@ -89,6 +90,11 @@ class ReplyDelivery(Protocol):
         """Show the reply, or its notice when it is not ok; returns the parts of an ok reply as they were
         sent, (external id, text) each, which the log stores as the reply (none: nothing was sent)."""
         ...
+
+    async def recorded(self) -> None:
+        """The delivered reply is stored in the log (the terminal's next prompt waits for it, so Ctrl-C
+        cannot lose it); nothing by default."""
+        return None
 
     async def remembered(self, message_ids: Sequence[str]) -> None:
         """These user messages just became memories (Discord's 📝); nothing by default."""

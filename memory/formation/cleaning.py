@@ -9,8 +9,7 @@ run these on raw user input, so they must never raise and never make the text lo
 from __future__ import annotations
 
 import re
-
-import emoji
+from types import ModuleType
 
 # --- Protecting what must survive cleaning -------------------------------------------------------
 
@@ -122,13 +121,22 @@ def _drop_action(match: re.Match[str]) -> str:
     return " " + " ".join(kept) + " " if kept else " "
 
 
+def _emoji() -> ModuleType:
+    # Imported on first use: loading its emoji data takes ~0.15 s, which commands that clean no text
+    # (recall, the chat's start) should not pay.
+    import emoji
+
+    return emoji
+
+
 def _drop_emoji(match: re.Match[str]) -> str:
-    return emoji.replace_emoji(match.group(), replace=" ")
+    dropped: str = _emoji().replace_emoji(match.group(), replace=" ")
+    return dropped
 
 
 def _is_shortcode(name: str) -> bool:
     # Any lettered name may be a server's custom emoji; digit-only ones (`:100:`) only if real.
-    return any(c.isalpha() for c in name) or emoji.emojize(f":{name}:", language="alias") != f":{name}:"
+    return any(c.isalpha() for c in name) or _emoji().emojize(f":{name}:", language="alias") != f":{name}:"
 
 
 def _drop_shortcodes(match: re.Match[str]) -> str:
