@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,8 @@ def add_commands(commands: Subcommands) -> None:
     )
     imp.add_argument(
         "--personality",
-        help="personality the transcript was with (required for jsonl; sillytavern: the chat's character)",
+        help="personality the transcript was with (jsonl: else each line's own `personality`; "
+        "sillytavern: else the chat's character)",
     )
     imp.add_argument("--user", help="user id for lines without a user_id (required for sillytavern)")
     imp.add_argument("--mode", choices=MEMORY_MODES, help="memory mode for this import (default: settings)")
@@ -67,19 +68,15 @@ def add_commands(commands: Subcommands) -> None:
     worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True)
 
 
-def _read_import(args: argparse.Namespace) -> tuple[list[TranscriptLine], int, str]:
-    """The file's lines, how many were skipped, and the personality they were with."""
-    from memory.formation.importer import parse_transcript, read_transcript_text
+def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], int, str | None]:
+    """The file's lines (a JSONL file's read as they are imported), how many were skipped so far, and
+    the personality they go to (None: a JSONL file's lines name their own)."""
+    from memory.formation.importer import open_transcript, read_transcript_text
     from memory.formation.sillytavern import parse_sillytavern
     from memory.owners.personality_fields import slugify
 
     if args.format == "jsonl":
-        if args.personality is None:
-            print(
-                "personae import: error: the following arguments are required: --personality", file=sys.stderr
-            )
-            raise SystemExit(2)
-        return *parse_transcript(read_transcript_text(args.file)), args.personality
+        return open_transcript(args.file), 0, args.personality
     if args.user is None:
         raise CommandError("a SillyTavern chat names no user id: pass --user ID (whose history it is)")
     chat = parse_sillytavern(read_transcript_text(args.file))
@@ -93,8 +90,8 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
     from memory.types import MemoryMode
 
     lines, skipped, name = _read_import(args)
-    personality = await runtime.personalities.find(name)
-    if personality is None:
+    personality = await runtime.personalities.find(name) if name is not None else None
+    if personality is None and name is not None:
         if args.format == "sillytavern" and args.personality is None:
             raise CommandError(
                 f"no personality named {name!r} (the chat's character): import its card first "
@@ -103,8 +100,8 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
         personality = await runtime.personalities.get(name)  # its error says how to list them
     report = await runtime.importer.import_lines(
         lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
+        personality_id=personality.id if personality is not None else None,
+        personality_user_id=f"personality:{personality.name}" if personality is not None else None,
         default_user_id=args.user,
         skipped_lines=skipped,
         mode=MemoryMode(args.mode) if args.mode else None,
