@@ -219,5 +219,5 @@ def test_a_jsonl_import_still_needs_its_personality(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Named by --personality, or by each line (an export's lines name theirs)."""
-    code, out, err = run(capsys, "import", str(SAGE))
+    code, _, err = run(capsys, "import", str(SAGE))
     assert (code, err) == (1, "personae: line 1: the line names no personality: pass --personality NAME\n")

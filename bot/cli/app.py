@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from bot.settings import load_bot_settings
     from memory.errors import UserFacingError
+    from memory.retry import LLMUnavailableError
     from memory.settings import SettingsError
 
     try:
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if standalone is not None:
             return int(standalone(args, settings))
         asyncio.run(run_handler(args, settings))
-    except (CommandError, UserFacingError) as exc:
+    except (CommandError, UserFacingError, LLMUnavailableError) as exc:  # each says itself in one line
         print(f"personae: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

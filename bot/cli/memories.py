@@ -151,11 +151,14 @@ def _queries(args: argparse.Namespace) -> list[str]:
 
 
 async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.conversations import storable_text
+
     queries = _queries(args)
     if args.limit < 1 or args.limit > 100:
         raise CommandError("--limit must be between 1 and 100")
     personality = await runtime.personalities.get(args.personality)
-    for query in queries:
+    # Arguments that are not UTF-8 come in as lone surrogates, which stdout cannot print back.
+    for query in map(storable_text, queries):
         memories = await runtime.memory.recall(
             personality_id=personality.id,
             user_id=args.user,

@@ -12,6 +12,8 @@ import re
 
 import emoji
 
+from memory.conversations import storable_text
+
 # --- Protecting what must survive cleaning -------------------------------------------------------
 
 # Private-use code points: Discord renders nothing meaningful for them, so they are safe as sentinels
@@ -277,7 +279,8 @@ def _unwrap_quotes(text: str) -> str:
 
 def clean_summary_output(text: str) -> str:
     """Strip template tokens, reasoning, lead-ins like "Summary:" and wrapping quotes from an LLM answer."""
-    text = _drop_reasoning(strip_chat_template_tokens(text)).strip()
+    # A NUL or a lone surrogate would stop the memory at its embedding, and at its row, every pass.
+    text = _drop_reasoning(strip_chat_template_tokens(storable_text(text))).strip()
     for _ in range(8):  # "Sure! Here is the summary:\n\nSummary: ..." needs several rounds
         before = text
         text = _unwrap_quotes(_LEAD_IN_RE.sub("", text, count=1).strip())

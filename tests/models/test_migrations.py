@@ -123,7 +123,8 @@ async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -
         )
         await connection.execute(
             text(
-                "INSERT INTO conversations (id, personality_id, venue_key, guild_id, channel_id, is_dm) VALUES "
+                "INSERT INTO conversations (id, personality_id, venue_key, guild_id, channel_id, is_dm) "
+                "VALUES "
                 "(1, 1, 'dm:42', 'G1', NULL, false), (2, 1, 'dm:43', NULL, 'd9', true), "
                 "(3, 1, 'ch:55', 'G1', '55', false)"
             )
@@ -139,7 +140,8 @@ async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -
         # Now a DM of user 42, and channel 55 of another guild, each a conversation of its own.
         await connection.execute(
             text(
-                "INSERT INTO conversations (id, personality_id, venue_key, guild_id, channel_id, is_dm) VALUES "
+                "INSERT INTO conversations (id, personality_id, venue_key, guild_id, channel_id, is_dm) "
+                "VALUES "
                 "(4, 1, 'dm:42', NULL, NULL, true), (5, 1, 'ch:G2:55', 'G2', '55', false)"
             )
         )
