@@ -11,9 +11,11 @@ linked to, the other one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -186,20 +188,25 @@ async def store_messages(
         }
         for m in messages
     ]
-    new: dict[str, int] = {}
-    # asyncpg caps a statement at 32767 parameters: insert in slices.
-    for start in range(0, len(rows), 2000):
-        statement = (
-            insert(Message)
-            .values(rows[start : start + 2000])
-            .on_conflict_do_nothing(index_elements=["conversation_id", "external_id"])
-            .returning(Message.external_id, Message.id)
-        )
-        new.update({external_id: row_id for external_id, row_id in await session.execute(statement)})
+    # One statement, its rows as parameters (sent as multi-row VALUES by insertmanyvalues, in slices
+    # under asyncpg's cap on parameters): built with `.values(rows)`, each batch was compiled anew.
+    connection = await session.connection()
+    inserted = await connection.execute(_insert_statement(), rows)
+    new: dict[str, int] = {external_id: row_id for external_id, row_id in inserted}
     await _link_replies(session, conversation_id, messages, new)
     await _refuse_collisions(session, conversation_id, messages, new, exact=exact)
     await _mark_excluded(session, conversation_id, messages, new)
     return len(new)
+
+
+@functools.cache
+def _insert_statement() -> Any:  # an Insert, typed loosely as SQLAlchemy's generics are
+    """`store_messages`'s statement, built once: new messages' (external id, row id); stored ones skipped."""
+    return (
+        insert(Message)
+        .on_conflict_do_nothing(index_elements=["conversation_id", "external_id"])
+        .returning(Message.external_id, Message.id)
+    )
 
 
 async def _refuse_collisions(
@@ -322,7 +329,7 @@ async def _link_replies(
             )
         )
         user_ids.update({external_id: row_id for external_id, row_id in found})
-    links = []
+    links: dict[int, int] = {}  # reply row id -> the row id of the message it answers
     for reply_id, external_id in answers.items():
         if external_id is None:
             # No user message before it in this batch: the nearest one already in the log, if any.
@@ -336,9 +343,16 @@ async def _link_replies(
         else:
             answered = user_ids.get(external_id)
         if answered is not None:
-            links.append({"id": reply_id, "reply_to_id": answered})
+            links[reply_id] = answered
     if links:
-        await session.execute(update(Message), links)
+        # One statement for the batch (two arrays unnested side by side), not one per reply.
+        pairs = select(
+            func.unnest(literal(list(links), ARRAY(BigInteger))).label("id"),
+            func.unnest(literal(list(links.values()), ARRAY(BigInteger))).label("answered"),
+        ).subquery()
+        await session.execute(
+            update(Message).where(Message.id == pairs.c.id).values(reply_to_id=pairs.c.answered)
+        )
 
 
 async def find_conversation(session: AsyncSession, personality_id: int, venue: Venue) -> Conversation | None:

@@ -30,6 +30,7 @@ CASE_MODULES = (
     "bad_chat",
     "bad_transcripts",
     "bad_commands",
+    "large_imports",
 )
 
 

@@ -24,6 +24,7 @@ AREA_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "database": {"runtime": False},
     "index": {"runtime": False},
     "workers": {"runtime": False},
+    "large-imports": {"runtime": False},
 }
 
 

@@ -27,6 +27,8 @@ from models import Message
 USER = MessageRole.USER.value
 REPLY = MessageRole.ASSISTANT.value
 AWAITED_SECONDS = 600.0
+# Replies read per answered message a batch takes: a reply sent in several parts is a row per part.
+PARTS_PER_REPLY = 4
 
 
 class AwaitedReplies:
@@ -66,13 +68,22 @@ async def read_ready(
     `in_flight` (batches of this pass being formed, not yet marked) count as remembered already."""
     in_conversation = Message.conversation_id == conversation_id
     pending = _pending(in_flight)
+    # The oldest pending replies, read in order from the pending index as far as the batch needs, then
+    # grouped: grouping every pending reply would read the whole backlog for each batch, and a large
+    # import's formation would slow down as it goes.
+    oldest = (
+        select(Message.id, Message.reply_to_id)
+        .where(in_conversation, pending, Message.role == REPLY)
+        .order_by(Message.id)
+        .limit(limit * PARTS_PER_REPLY)
+        .subquery()
+    )
     answered = list(
         (
             await session.scalars(
-                select(Message.reply_to_id)
-                .where(in_conversation, pending, Message.role == REPLY)
-                .group_by(Message.reply_to_id)
-                .order_by(func.min(Message.id))
+                select(oldest.c.reply_to_id)
+                .group_by(oldest.c.reply_to_id)
+                .order_by(func.min(oldest.c.id))
                 .limit(limit)
             )
         ).all()

@@ -1,0 +1,192 @@
+"""Large imports: `personae import` (a subprocess, as a user runs it) of transcripts of short lines, each
+size into a personality and an index of its own; its memory is read from /proc/PID/status while it
+runs, its progress from PostgreSQL.
+
+What is measured: the peak of the process's memory (VmHWM) and of its private part (RssAnon: the heap,
+not the index's segments mapped from disk), how long reading and storing took (until its transaction
+committed), and formation's rate (exchanges remembered per second once stored). At the quick scale
+the personality remembers nothing (formation only marks each exchange done), so the test stays short
+and measures reading and storing; the full scale remembers every exchange (verbatim, the embeddings
+from the LLM test server) and measures formation too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from bench.reliability_cases import Outcome, Scale, case, check
+from bench.reliability_cases.common import figures
+from bench.reliability_cases.lab import Lab
+
+COLORS = ("red", "blue", "green", "amber", "violet", "teal", "ochre")
+MIB = 1024
+
+
+def write_short_lines(path: Path, lines: int) -> None:
+    """`lines` short lines (about 78 bytes each), one user's exchanges in one DM, each reply after
+    the line it answers; written as generated, never held."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(lines // 2):
+            color = COLORS[i % len(COLORS)]
+            out.write(
+                json.dumps(
+                    {
+                        "id": f"u{i}",
+                        "role": "user",
+                        "content": f"the {color} key opens box {i}",
+                        "user_id": "7",
+                    }
+                )
+                + "\n"
+            )
+            out.write(json.dumps({"id": f"a{i}", "role": "assistant", "content": f"box {i}: {color}"}) + "\n")
+
+
+def _status(pid: int) -> dict[str, int]:
+    """VmHWM and RssAnon of a live process, in KiB ({} once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status)
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    return {key: int(fields[key].split()[0]) for key in ("VmHWM", "RssAnon") if key in fields}
+
+
+@dataclass
+class Run:
+    lines: int
+    code: int
+    said: str
+    peak_kib: int
+    peak_private_kib: int
+    store_s: float
+    form_s: float
+    exchanges: int
+    messages: int
+    memories: int
+    pending: int
+
+    @property
+    def rate(self) -> float:
+        return self.exchanges / self.form_s if self.form_s > 0 else 0.0
+
+
+async def import_and_watch(lab: Lab, lines: int, *, remember: bool) -> Run:
+    """Create a personality, write the transcript, run `personae import` and watch it (see the module)."""
+    name = f"big-{lines}-{'on' if remember else 'off'}"
+    personality_id = await _committed(
+        "INSERT INTO personalities (name, display_name, memory_enabled, memory_mode) "
+        "VALUES (:name, :name, :on, 'verbatim') RETURNING id",
+        lab,
+        name=name,
+        on=remember,
+    )
+    path = lab.workdir / f"{name}.jsonl"
+    await asyncio.to_thread(write_short_lines, path, lines)
+    data_dir = lab.workdir / f"data-{name}"
+    start = time.perf_counter()
+    process = await lab.spawn("import", str(path), "--personality", name, personae_data_dir=data_dir)
+    peak = peak_private = 0
+    stored_at: float | None = None
+    polls = 0
+    communicate = asyncio.ensure_future(process.communicate())
+    while not communicate.done():
+        now = _status(process.pid)
+        peak = max(peak, now.get("VmHWM", 0))
+        peak_private = max(peak_private, now.get("RssAnon", 0))
+        if stored_at is None and polls % 4 == 0:  # its transaction committed: the conversation shows
+            seen = await lab.scalar(
+                "SELECT count(*) FROM conversations WHERE personality_id = :p", p=personality_id
+            )
+            if seen:
+                stored_at = time.perf_counter()
+        polls += 1
+        await asyncio.wait([communicate], timeout=0.25)
+    out, err = communicate.result()
+    end = time.perf_counter()
+    stored_at = stored_at or end
+    [written] = await lab.rows(
+        "SELECT (SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE c.personality_id = :p) AS messages, "
+        "(SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE c.personality_id = :p AND m.memory_processed_at IS NULL) AS pending, "
+        "(SELECT count(*) FROM memories WHERE personality_id = :p) AS memories",
+        p=personality_id,
+    )
+    # Its rows go with it: the next size starts from a database of the same size.
+    await _committed("DELETE FROM personalities WHERE id = :p RETURNING id", lab, p=personality_id)
+    path.unlink()
+    said = (err.decode(errors="replace").strip().splitlines() or [""])[-1]
+    return Run(
+        lines,
+        process.returncode or 0,
+        said[said.find("personae:") :] if "personae:" in said else out.decode().strip().replace("\n", " / "),
+        peak,
+        peak_private,
+        stored_at - start,
+        end - stored_at,
+        lines // 2,
+        int(written["messages"]),
+        int(written["memories"]),
+        int(written["pending"]),
+    )
+
+
+async def _committed(sql: str, lab: Lab, **params: Any) -> Any:
+    async with lab.engine.begin() as connection:
+        return (await connection.execute(text(sql), params)).scalar()
+
+
+def _mib(kib: int) -> str:
+    return f"{kib / MIB:.0f} MiB"
+
+
+@case(
+    "large-imports",
+    "bounded-memory",
+    did="`personae import` (a subprocess) of transcripts of short lines, one user's DM: at the quick scale "
+    "5,000 and 100,000 lines into a personality that remembers nothing; at full scale 10,000, 100,000 "
+    "and 1,000,000 lines remembered verbatim (embeddings from the test server); peak memory read from "
+    "/proc while it runs",
+    expected="every line stored once and every exchange done, nothing pending; the peak private memory "
+    "(RssAnon: not the index's mapped segments) does not grow with the file (the largest within 64 MiB "
+    "of the smallest); at full scale formation at the largest size within 2x of the rate at the smallest",
+)
+async def bounded_memory(lab: Lab, scale: Scale) -> Outcome:
+    sizes = (5_000, 100_000) if scale.quick else (10_000, 100_000, 1_000_000)
+    remember = not scale.quick
+    runs = [await import_and_watch(lab, lines, remember=remember) for lines in sizes]
+    complete = all(
+        r.code == 0
+        and r.messages == r.lines
+        and r.pending == 0
+        and r.memories == (r.exchanges if remember else 0)
+        for r in runs
+    )
+    flat = runs[-1].peak_private_kib <= runs[0].peak_private_kib + 64 * MIB
+    steady = scale.quick or runs[-1].rate * 2 >= runs[0].rate
+    happened = "; ".join(
+        f"{r.lines:,} lines: exit {r.code}, {r.messages:,} messages, {r.memories:,} memories, "
+        f"{r.pending} pending, "
+        f"peak {_mib(r.peak_kib)} (private {_mib(r.peak_private_kib)}), stored in {r.store_s:.0f} s"
+        + (f", formed at {r.rate:.0f} exchanges/s" if remember else "")
+        + ("" if r.code == 0 else f" ({r.said[:160]})")
+        for r in runs
+    )
+    return check(
+        complete and flat and steady,
+        happened,
+        figures(
+            peak_private_mib="/".join(f"{r.peak_private_kib / MIB:.0f}" for r in runs),
+            peak_mib="/".join(f"{r.peak_kib / MIB:.0f}" for r in runs),
+            store_s="/".join(f"{r.store_s:.0f}" for r in runs),
+            **({"exchanges_per_s": "/".join(f"{r.rate:.0f}" for r in runs)} if remember else {}),
+        ),
+    )
