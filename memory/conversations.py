@@ -318,8 +318,13 @@ async def _link_replies(
             answers[new[message.external_id]] = message.reply_to or last_user
     if not answers:
         return
-    named = sorted({external_id for external_id in answers.values() if external_id is not None})
-    user_ids: dict[str, int] = {}
+    # The messages answered are mostly among those just stored; the log is asked only for the others.
+    user_ids = {
+        m.external_id: new[m.external_id]
+        for m in messages
+        if m.role is MessageRole.USER and m.external_id in new
+    }
+    named = sorted({i for i in answers.values() if i is not None and i not in user_ids})
     for start in range(0, len(named), 5000):
         found = await session.execute(
             select(Message.external_id, Message.id).where(
@@ -329,7 +334,7 @@ async def _link_replies(
             )
         )
         user_ids.update({external_id: row_id for external_id, row_id in found})
-    links: dict[int, int] = {}  # reply row id -> the row id of the message it answers
+    links = []
     for reply_id, external_id in answers.items():
         if external_id is None:
             # No user message before it in this batch: the nearest one already in the log, if any.
@@ -343,16 +348,11 @@ async def _link_replies(
         else:
             answered = user_ids.get(external_id)
         if answered is not None:
-            links[reply_id] = answered
+            links.append({"id": reply_id, "reply_to_id": answered})
     if links:
-        # One statement for the batch (two arrays unnested side by side), not one per reply.
-        pairs = select(
-            func.unnest(literal(list(links), ARRAY(BigInteger))).label("id"),
-            func.unnest(literal(list(links.values()), ARRAY(BigInteger))).label("answered"),
-        ).subquery()
-        await session.execute(
-            update(Message).where(Message.id == pairs.c.id).values(reply_to_id=pairs.c.answered)
-        )
+        # By primary key, row by row (one statement, executemany): a join with the batch would be
+        # planned with the statistics of the log before this transaction, a scan of it as it grows.
+        await session.execute(update(Message), links)
 
 
 async def find_conversation(session: AsyncSession, personality_id: int, venue: Venue) -> Conversation | None:

@@ -19,6 +19,7 @@ each reply goes to whoever spoke last.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from typing import IO, Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import (
@@ -56,8 +58,12 @@ MAX_ID_CHARS = 64
 REQUIRED_FIELDS = ("id", "role", "content")
 # Lines read, checked and stored at a time.
 BATCH_LINES = 2000
+# New messages from which an import refreshes the log's statistics before forming (_analyze_log).
+ANALYZE_AFTER = 5000
 BYTE_ORDER_MARK = "\ufeff"
 ProgressFactory = Callable[[int], Callable[[int], None]]
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------------------- lines
@@ -355,6 +361,8 @@ class TranscriptImporter:
                 new += await filing.store(batch)
             conversation_ids = filing.conversation_ids
             expected = await _exchanges_to_form(session, conversation_ids) if new else 0
+        if new >= ANALYZE_AFTER:
+            await self._analyze_log()
         if isinstance(lines, Transcript):  # its skipped lines are known once it is read
             skipped_lines += lines.skipped
         report = FormationReport()
@@ -380,6 +388,20 @@ class TranscriptImporter:
             exchanges=report.exchanges,
             formation=report,
         )
+
+    async def _analyze_log(self) -> None:
+        """Refresh the planner's statistics of the log, so that formation's queries use its indexes.
+
+        Until autovacuum comes round (a minute or more), PostgreSQL plans for the log as it was before
+        the import: for a log that was small, it scans the whole table for every exchange's context.
+        """
+        try:
+            async with self._sessionmaker.begin() as session:
+                await session.execute(text("ANALYZE messages"))
+        except DBAPIError:  # not the table's owner, say: autovacuum will, later
+            log.warning(
+                "Could not ANALYZE messages after an import; formation may start slowly", exc_info=True
+            )
 
 
 async def _exchanges_to_form(session: AsyncSession, conversation_ids: list[int]) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 
-from sqlalchemy import BigInteger, and_, exists, func, literal, or_, select, true, update
+from sqlalchemy import BigInteger, and_, any_, exists, func, literal, or_, select, true, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -141,19 +141,40 @@ async def _rows(session: AsyncSession, *where: ColumnElement[bool]) -> list[Mess
 async def _unanswered_before(
     session: AsyncSession, pending: ColumnElement[bool], conversation_id: int, targets: list[Message]
 ) -> list[Message]:
-    """The pending messages of the targets' authors, before their latest target, with no reply (yet)."""
+    """The pending messages of the targets' authors, before their latest target, with no reply (yet).
+
+    PostgreSQL cannot know that the pending messages before a batch are few (those before them were
+    remembered): planned as one query with NOT EXISTS, or with no lower bound on the ids, it scanned
+    the whole log for every batch. So the range starts at the conversation's oldest pending message
+    (a constant it can plan with), and the replies are checked by their index after.
+    """
     if not targets:
         return []
-    reply = aliased(Message)
-    return await _rows(
+    in_conversation = Message.conversation_id == conversation_id
+    oldest = await session.scalar(select(func.min(Message.id)).where(in_conversation, pending))
+    if oldest is None:
+        return []
+    before = await _rows(
         session,
-        Message.conversation_id == conversation_id,
+        in_conversation,
         pending,
         Message.role == USER,
         Message.author_id.in_({m.author_id for m in targets}),
+        Message.id >= oldest,
         Message.id < max(m.id for m in targets),
-        ~exists().where(reply.reply_to_id == Message.id),
     )
+    if not before:
+        return []
+    answered = set(
+        (
+            await session.scalars(
+                select(Message.reply_to_id).where(
+                    Message.reply_to_id == any_(literal([m.id for m in before], ARRAY(BigInteger)))
+                )
+            )
+        ).all()
+    )
+    return [m for m in before if m.id not in answered]
 
 
 async def _context_before(
