@@ -30,6 +30,8 @@ CASE_MODULES = (
     "bad_chat",
     "bad_transcripts",
     "bad_commands",
+    "collisions",
+    "round_trips",
     "large_imports",
 )
 
