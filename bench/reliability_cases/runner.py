@@ -88,6 +88,15 @@ def markdown(rows: Sequence[Row], *, conditions: str, intro: str) -> str:
     out = [intro.rstrip(), "", "## The last run", "", conditions.rstrip(), ""]
     out.append(f"**{passed} of {len(rows)} cases PASS, {len(rows) - passed} FAIL.**")
     out.append("")
+    out.append("| family | cases | PASS | time (s) |")
+    out.append("| --- | --- | --- | --- |")
+    families: dict[str, list[Row]] = {}
+    for row in rows:
+        families.setdefault(row.case.area, []).append(row)
+    for area, family in families.items():
+        seconds = sum(r.seconds for r in family)
+        out.append(f"| {area} | {len(family)} | {sum(r.outcome.ok for r in family)} | {seconds:.0f} |")
+    out.append("")
     out.append("| case | what was done | expected | what happened | result | figures |")
     out.append("| --- | --- | --- | --- | --- | --- |")
     for row in rows:

@@ -379,8 +379,6 @@ class TranscriptImporter:
                 f"{new} new messages stored, but forming their memories failed: {exc}. They wait in the "
                 "log: run the same import again (or `personae worker`) once the model answers."
             ) from exc
-        # Only what the import needs: the ids of every message remembered would grow with the file.
-        report.remembered_message_ids.clear()
         return ImportReport(
             messages_read=read,
             messages_new=new,
