@@ -32,6 +32,7 @@ CASE_MODULES = (
     "bad_commands",
     "collisions",
     "round_trips",
+    "import_faults",
     "large_imports",
 )
 
