@@ -18,7 +18,15 @@ from typing import Any
 
 from bench.recall_sets import Dialogue, Question
 
-DEV_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
+# ../shared/eval/locomo-dev beside the checkout, or beside the folder of worktrees holding it.
+DEV_DIR = next(
+    (
+        found
+        for parent in Path(__file__).resolve().parents[1:]
+        if (found := parent / "shared" / "eval" / "locomo-dev").is_dir()
+    ),
+    Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev",
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _SESSION = re.compile(r"session_(\d+)")
 

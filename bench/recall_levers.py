@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from memory.recall import search, store
+from memory.recall import question, search, store
 from memory.recall.index import Candidates
 from memory.recall.keywords import keyword_text
 
@@ -30,7 +30,7 @@ def _keyword_text_without(drop: str) -> Callable[..., str]:
     return text
 
 
-async def _no_neighbours(session: Any, memories: Any) -> dict[Any, Any]:
+async def _no_neighbours(*_: Any) -> dict[Any, Any]:
     return {}
 
 
@@ -53,6 +53,11 @@ LEVERS: dict[str, tuple[Any, str, Any]] = {
     "previous": (store, "keyword_text", _keyword_text_without("previous")),
     "blend": (search, "fuse", _rrf),
     "weights": (search, "fuse", functools.partial(search.fuse, dense_weight=0.5)),
+    # Issue 22's levers, one at a time.
+    "answer-kind": (search, "ANSWER_KIND_BONUS", 0.0),
+    "floor": (search, "RELEVANCE_FLOOR", float("-inf")),
+    "own-lines": (question, "OWN_LINES_SHARE", 0.0),
+    "context-of-three": (search, "CONTEXT_HITS", 1),
 }
 
 

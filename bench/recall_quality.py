@@ -51,6 +51,7 @@ class Scores:
     at10: list[float] = field(default_factory=list)
     by_category: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     words: list[int] = field(default_factory=list)
+    empty: int = 0  # questions that recalled nothing (the relevance floor)
 
     def add(self, question: Question, recalled: Sequence[RecalledMemory]) -> None:
         at5, at10 = evidence_recall(question, recalled, 5), evidence_recall(question, recalled, LIMIT)
@@ -59,12 +60,14 @@ class Scores:
         five, ten = self.by_category.setdefault(question.category, ([], []))
         five.append(at5)
         ten.append(at10)
-        self.words.append(sum(len(m.content.split()) for m in recalled[:LIMIT]))
+        self.words.append(sum(len(m.text_with_context.split()) for m in recalled[:LIMIT]))
+        self.empty += not recalled
 
     def merge(self, other: Scores) -> None:
         self.at5 += other.at5
         self.at10 += other.at10
         self.words += other.words
+        self.empty += other.empty
         for category, (five, ten) in other.by_category.items():
             mine = self.by_category.setdefault(category, ([], []))
             mine[0].extend(five)
@@ -73,7 +76,7 @@ class Scores:
 
 def evidence_recall(question: Question, recalled: Sequence[RecalledMemory], k: int) -> float:
     """The share of the question's evidence messages among the sources of the top k memories."""
-    found = {source for memory in recalled[:k] for source in memory.source_message_ids}
+    found = {source for memory in recalled[:k] for source in memory.sources_with_context}
     return sum(e in found for e in question.evidence) / len(question.evidence)
 
 
@@ -209,7 +212,10 @@ def report(title: str, mode: MemoryMode, scores: Scores, latencies: list[list[fl
         print(f"   {category:<16} {len(ten):>4} {pct(five):>6} {pct(ten):>6}")
     print(f"   {'ALL':<16} {len(scores.at10):>4} {pct(scores.at5):>6} {pct(scores.at10):>6}")
     if scores.words:
-        print(f"   words in top {LIMIT}: mean {statistics.fmean(scores.words):.0f}, max {max(scores.words)}")
+        print(
+            f"   words in top {LIMIT}: mean {statistics.fmean(scores.words):.0f}, max {max(scores.words)}; "
+            f"{scores.empty} questions recalled nothing"
+        )
     if latencies:
         p50s = [1000 * statistics.median(run) for run in latencies]
         p95s = [1000 * percentile(run, 0.95) for run in latencies]
@@ -232,7 +238,8 @@ def main() -> None:
         "--without",
         nargs="*",
         default=[],
-        help="levers to switch off, to measure each: neighbours, names, date, previous, blend, weights",
+        help="levers to switch off, to measure each: neighbours, names, date, previous, blend, weights, "
+        "answer-kind, floor, own-lines, context-of-three",
     )
     args = parser.parse_args()
     if args.without:

@@ -69,10 +69,11 @@ class Runtime(Core):
 
 
 async def database_url(settings: BotSettings) -> str:
-    """DATABASE_URL, or the embedded PostgreSQL under the data directory."""
+    """DATABASE_URL, or the embedded PostgreSQL under the data directory (left running for the next
+    command: `personae db stop` stops it)."""
     if settings.database_url:
         return settings.database_url
-    return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir)
+    return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir, keep_running=True)
 
 
 def build_core(
@@ -111,12 +112,18 @@ async def open_core(settings: BotSettings) -> AsyncIterator[Core]:
 
 @asynccontextmanager
 async def open_memory_services(
-    core: Core, *, embedder: Embedder | None = None, rebuild_index: bool = False
+    core: Core,
+    *,
+    embedder: Embedder | None = None,
+    rebuild_index: bool = False,
+    index_when_used: bool = False,
 ) -> AsyncIterator[Runtime]:
     """Open the vector index and build the memory and chat services over the Core; closed on exit.
 
     rebuild_index: a damaged embedded index is started empty (a full reindex refills it) instead of
     refusing to open with a line that names `personae reindex`.
+    index_when_used: the index opens at its first use, not now (a command that may only read
+    PostgreSQL runs while another process holds the embedded index).
     """
     from memory.chat.rolling import RollingSummarizer
     from memory.chat.service import ChatService
@@ -124,17 +131,21 @@ async def open_memory_services(
     from memory.formation.summarizer import ExchangeSummarizer
     from memory.llm import LLMClient
     from memory.recall.embedders import make_embedder
-    from memory.recall.index import open_vector_index
+    from memory.recall.index import IndexOpenedWhenUsed, VectorIndex, open_vector_index
     from memory.service import MemoryService
 
     settings = core.settings
     api_key = settings.qdrant_api_key
-    index = open_vector_index(
-        qdrant_url=settings.qdrant_url,
-        qdrant_api_key=api_key.get_secret_value() if api_key else None,
-        data_dir=settings.personae_data_dir,
-        rebuild_if_damaged=rebuild_index,
-    )
+
+    def open_index() -> VectorIndex:
+        return open_vector_index(
+            qdrant_url=settings.qdrant_url,
+            qdrant_api_key=api_key.get_secret_value() if api_key else None,
+            data_dir=settings.personae_data_dir,
+            rebuild_if_damaged=rebuild_index,
+        )
+
+    index = IndexOpenedWhenUsed(open_index) if index_when_used else open_index()
     try:
         llm = LLMClient(
             max_concurrency_per_provider=settings.llm_concurrency_per_provider,
@@ -162,11 +173,12 @@ async def open_memory_services(
             models=core.models,
             context_share=settings.context_share,
             memory_context_share=settings.memory_context_share,
+            lore_scan_depth=settings.lore_scan_depth,
             recall_limit=settings.recall_limit,
         )
         # A personality created, renamed or deleted here is routable (or not) from the next message on.
         core.personalities.subscribe(chat.routing.invalidate)
-        if not rebuild_index and (lost := await memory.lost_from_index()):
+        if not (rebuild_index or index_when_used) and (lost := await memory.lost_from_index()):
             log.warning(
                 "The vector index is empty but PostgreSQL holds %d indexed memories: recall finds "
                 "nothing until `personae reindex` rebuilds it",

@@ -26,6 +26,7 @@ from memory.formation.stats import MemoryStats, ModeStats, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
+from memory.owners.personalities import PersonalityService
 from memory.recall import curation, upkeep
 from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
 from memory.recall.embedders import Embedder
@@ -34,6 +35,7 @@ from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
 from memory.recall.upkeep import DriftReport
 from memory.types import ProgressCallback
+from models import Personality
 
 __all__ = [
     "MAX_CORRECTION_CHARS",
@@ -197,6 +199,15 @@ class MemoryService:
         ]
         found.sort(key=lambda m: -m.score)
         return [m.id for m in found[:limit]]
+
+    async def delete_personality(
+        self, personalities: PersonalityService, name: str, *, actor: str | None
+    ) -> Personality:
+        """Delete a personality with its conversations and memories (the owner rules apply), then
+        drop its points from the index."""
+        personality = await personalities.delete(name, actor=actor)
+        await self.reindex(personality_id=personality.id)
+        return personality
 
     # ------------------------------------------------------------------- maintenance
 

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     # Context and rolling summaries.
     context_share: float = Field(default=0.75, gt=0, le=1)
     memory_context_share: float = Field(default=0.15, ge=0, le=0.9)
+    # How many of the newest messages a lorebook's keys are looked for in, when the book sets no depth.
+    lore_scan_depth: int = Field(default=2, ge=0, le=100)
     rolling_summary_threshold_tokens: int = Field(default=1500, ge=1)
     rolling_summary_min_messages: int = Field(default=6, ge=1)
     rolling_summary_max_tokens: int = Field(default=800, ge=50)

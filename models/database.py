@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -33,23 +37,138 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
-def start_embedded_postgres(data_dir: Path, database: str = EMBEDDED_DATABASE) -> str:
-    """Start (or join) the embedded PostgreSQL under data_dir and return an asyncpg URL for it.
+@dataclass(frozen=True, slots=True)
+class EmbeddedServer:
+    """The embedded PostgreSQL running for a data directory, as its `postmaster.pid` describes it."""
 
-    pgserver shares one server per data directory between all processes of this machine and
-    stops it when the last one exits.
+    pid: int
+    pgdata: Path
+    socket_dir: Path
+    port: int
+    started_at: datetime
+
+    def url(self, database: str = EMBEDDED_DATABASE) -> str:
+        """An asyncpg URL for `database` on this server, through its unix socket (pgserver's form)."""
+        return f"postgresql+asyncpg://postgres:@/{database}?host={self.socket_dir}"
+
+
+def _pgdata(data_dir: Path) -> Path:
+    return (data_dir / "postgres").resolve()
+
+
+def _postmaster(pgdata: Path) -> tuple[list[str], int | None]:
+    """The lines of `postmaster.pid` and its pid; no lines when there is no such file."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except (FileNotFoundError, NotADirectoryError):
+        return [], None
+    try:
+        return lines, int(lines[0])
+    except (IndexError, ValueError):
+        return lines, None
+
+
+def _ready(lines: list[str]) -> bool:
+    # postmaster.pid: pid, data dir, start time, port, socket dir, listen address, shared memory, status.
+    return len(lines) >= 8 and lines[7].strip() == "ready"
+
+
+def _is_postmaster(pid: int, pgdata: Path) -> bool:
+    """Whether `pid` is a live PostgreSQL server of `pgdata` (not a process that reused the pid)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.name() == "postgres" and str(pgdata) in process.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def running_embedded_postgres(data_dir: Path) -> EmbeddedServer | None:
+    """The embedded PostgreSQL of `data_dir` if it runs and accepts connections, without starting it."""
+    pgdata = _pgdata(data_dir)
+    lines, pid = _postmaster(pgdata)
+    if pid is None or not _ready(lines) or not _is_postmaster(pid, pgdata):
+        return None
+    socket_dir = Path(lines[4].strip())
+    port = int(lines[3].strip())
+    if not (socket_dir / f".s.PGSQL.{port}").exists():
+        return None
+    return EmbeddedServer(pid, pgdata, socket_dir, port, datetime.fromtimestamp(int(lines[2]), UTC))
+
+
+def start_embedded_postgres(
+    data_dir: Path, database: str = EMBEDDED_DATABASE, *, keep_running: bool = False
+) -> str:
+    """The asyncpg URL of `database` on the embedded PostgreSQL under data_dir, started if needed.
+
+    One server per data directory is shared by every process of this machine. `keep_running`: it
+    stays up after this process exits, so the next command starts at once (`personae db stop` stops
+    it); otherwise a server this call starts stops when the last process that joined it exits
+    (pgserver's way, for throwaway servers). A server left by a crash, or a `postmaster.pid` whose
+    pid now belongs to another process, is cleared and the server started afresh.
     """
+    running = running_embedded_postgres(data_dir)
+    if running is not None:
+        return running.url(database)
+    pgdata = _pgdata(data_dir)
+    lines, pid = _postmaster(pgdata)
+    if pid is not None and _ready(lines) and _is_postmaster(pid, pgdata):
+        # Up, yet its socket is gone (a cleaner emptied its directory): no one can reach it; restart it.
+        log.warning("The embedded PostgreSQL in %s lost its socket; restarting it", pgdata)
+        stop_embedded_postgres(data_dir)
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); its /tmp fallback is fine.
         warnings.simplefilter("ignore")
-        import pgserver  # a second of start-up; only paid when the embedded database is used
+        import pgserver  # a few tens of ms; only paid when the server is not running yet
 
-        pgdata = (data_dir / "postgres").resolve()
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         log.debug("Starting embedded PostgreSQL in %s", pgdata)
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        _clear_stale_lock(pgdata)
+        server = pgserver.get_server(pgdata, cleanup_mode=None if keep_running else "stop")
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(1 row)" not in exists:
         server.psql(f'CREATE DATABASE "{database}";')
-    uri = server.get_uri(database)
-    return uri.replace("postgresql://", "postgresql+asyncpg://", 1)
+    running = running_embedded_postgres(data_dir)
+    if running is None:
+        raise RuntimeError(f"The embedded PostgreSQL in {pgdata} did not start; its log is {pgdata / 'log'}")
+    return running.url(database)
+
+
+def _clear_stale_lock(pgdata: Path) -> None:
+    """Remove a `postmaster.pid` that no live server of this directory holds: PostgreSQL itself refuses
+    to start while the pid it names is alive, even when that pid now belongs to another process."""
+    lines, pid = _postmaster(pgdata)
+    if lines and (pid is None or not _is_postmaster(pid, pgdata)):
+        log.warning("Removing the stale lock of a PostgreSQL that is no longer running in %s", pgdata)
+        (pgdata / "postmaster.pid").unlink(missing_ok=True)
+
+
+def stop_embedded_postgres(data_dir: Path) -> EmbeddedServer | None:
+    """Stop the embedded PostgreSQL of data_dir (a fast shutdown: open connections are closed);
+    the server that was running, or None when none was."""
+    pgdata = _pgdata(data_dir)
+    _, pid = _postmaster(pgdata)
+    if pid is None or not _is_postmaster(pid, pgdata):
+        return None
+    server = running_embedded_postgres(data_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgserver import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
+
+        try:
+            # pg_ctl runs as the data directory's owner (pgserver's own user when we are root).
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_owner(pgdata), timeout=60)
+        except subprocess.CalledProcessError:
+            if _is_postmaster(pid, pgdata):
+                raise
+    return server or EmbeddedServer(pid, pgdata, pgdata, 0, datetime.now(UTC))
+
+
+def _owner(pgdata: Path) -> str | None:
+    """The user that runs the server (pgserver runs it as its own user when we are root), or None."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return None
+    import pwd
+
+    return pwd.getpwuid(pgdata.stat().st_uid).pw_name

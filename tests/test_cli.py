@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,34 @@ def test_help_imports_nothing_heavy() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_every_command_and_option_says_what_it_is() -> None:
+    """`personae --help` and `personae COMMAND --help`: each command a description, each option a help."""
+    import argparse
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {choice.dest: choice.help for choice in action._choices_actions}
+                for name, command in action.choices.items():
+                    if not helps.get(name) or not command.description:
+                        missing.append(f"{path} {name}")
+                    walk(command, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "personae")
+    assert missing == []
+    text = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "personality", "set", "--help"], capture_output=True, text=True
+    ).stdout
+    assert (
+        "hybrid (the summary is what recall searches, the exchange word for word is kept with it)"
+        in " ".join(text.split())
+    )
+
+
 def test_personality_commands(scratch_database_url: str, tmp_path: Path) -> None:
     # A plain postgresql:// URL, as users write it; the CLI migrates the empty database itself.
     url = scratch_database_url.replace("+asyncpg", "")
@@ -76,7 +105,7 @@ def test_personality_commands(scratch_database_url: str, tmp_path: Path) -> None
     assert any(line.split()[:1] == ["cli-bot"] and "hybrid" in line for line in listed.stdout.splitlines())
 
     shown = run_cli("personality", "show", "cli-bot", database_url=url, cwd=tmp_path)
-    assert "owner:            99" in shown.stdout
+    assert "owner:             99" in shown.stdout
     assert "mode hybrid" in shown.stdout
 
     missing = run_cli("personality", "show", "nobody", database_url=url, cwd=tmp_path)
@@ -211,7 +240,7 @@ def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None
 
 
 def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_path: Path) -> None:
-    """`personality import` reads a V3 PNG card, `export` writes it as V2 JSON that imports back."""
+    """`personality import` reads a V3 PNG card, `export` writes it as V3 JSON that imports back."""
     from tests.memory.owners.cards import SERAPHINA_V2, bomb_chunk, card_png, png, v3
 
     url = scratch_database_url.replace("+asyncpg", "")
@@ -222,29 +251,49 @@ def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_
     )
     imported = run_cli("personality", "import", str(card), "--owner", "42", database_url=url, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    assert "Imported V3 card 'Seraphina' as personality 'seraphina'." in imported.stdout
-    assert f"avatar: {icon}" in imported.stdout  # no host for the picture here: the card's own URL
+    assert "Imported V3 card 'Seraphina' as personality 'seraphina' (verbatim)." in imported.stdout
+    assert f"avatar:   {icon}" in imported.stdout  # no host for the picture here: the card's own URL
 
     shown = run_cli("personality", "show", "seraphina", database_url=url, cwd=tmp_path)
-    assert "owner:            42" in shown.stdout
+    assert "owner:             42" in shown.stdout
     assert "  Write Seraphina's next reply in a gentle fantasy roleplay." in shown.stdout
 
     out = tmp_path / "out.json"
     exported = run_cli("personality", "export", "seraphina", "-o", str(out), database_url=url, cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     written = json.loads(out.read_text())
-    assert written["spec"] == "chara_card_v2" and written["avatar"] == icon
+    assert written["spec"] == "chara_card_v3" and written["avatar"] == icon
     assert {k: written["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
     to_stdout = run_cli("personality", "export", "seraphina", database_url=url, cwd=tmp_path)
     assert json.loads(to_stdout.stdout) == written
 
     clash = run_cli("personality", "import", str(out), database_url=url, cwd=tmp_path)
     assert clash.returncode == 1
-    assert clash.stderr == "personae: A personality named 'seraphina' already exists; pick another name.\n"
-    copy = run_cli("personality", "import", str(out), "--name", "sera-2", database_url=url, cwd=tmp_path)
+    assert clash.stderr == (
+        "personae: A personality named 'seraphina' already exists; import the card under another name "
+        "with --name NAME.\n"
+    )
+    # Under another name only, the copy would read exactly like the first wherever it answers.
+    same_look = run_cli("personality", "import", str(out), "--name", "sera-2", database_url=url, cwd=tmp_path)
+    assert "'Seraphina' reads like the existing personality" in same_look.stderr
+    copy = run_cli(
+        "personality",
+        "import",
+        str(out),
+        "--name",
+        "sera-2",
+        "--memory-mode",
+        "summarized",
+        "--display-name",
+        "Seraphina II",
+        database_url=url,
+        cwd=tmp_path,
+    )
     assert copy.returncode == 0, copy.stderr
+    assert "card 'Seraphina II' as personality 'sera-2' (summarized)" in copy.stdout
     again = run_cli("personality", "show", "sera-2", database_url=url, cwd=tmp_path)
-    assert again.stdout.split("system prompt:")[1] == shown.stdout.split("system prompt:")[1]
+    assert "  Write Seraphina II's next reply in a gentle fantasy roleplay." in again.stdout
+    assert "mode summarized" in again.stdout
 
     bomb = tmp_path / "bomb.png"
     bomb.write_bytes(png(bomb_chunk("chara", b"zTXt")))
@@ -254,3 +303,331 @@ def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     listed = run_cli("personality", "list", database_url=url, cwd=tmp_path)
     assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["sera-2", "seraphina"]
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The error a failed command printed: exactly one line, `personae: ...`, no traceback."""
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert result.stderr.startswith("personae: ") and result.stderr.count("\n") == 1, result.stderr
+    return result.stderr.strip()
+
+
+def test_the_cli_changes_and_deletes_a_personality_as_discord_does(
+    scratch_database_url: str, tmp_path: Path
+) -> None:
+    """The issue's dead end: a card arrives verbatim and the CLI could not turn summarization on; an
+    LLM config named as a model was accepted and failed at the first reply."""
+    env = {"PERSONAE_DATA_DIR": str(tmp_path / "data")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path, **env)
+
+    assert (
+        cli(
+            "llm-config", "add", "local", "openai/test-model", "--api-base", "http://127.0.0.1:9/v1"
+        ).returncode
+        == 0
+    )
+    assert one_line_error(cli("personality", "create", "Bob", "--model", "local")) == (
+        "personae: 'local' is an LLM config, not a model string: choose it with --llm-config local."
+    )
+    assert cli("personality", "create", "Bob", "--llm-config", "local").returncode == 0
+    assert (
+        "chat model:        LLM config local (openai/test-model)" in cli("personality", "show", "bob").stdout
+    )
+    assert "Unknown LLM provider in model 'madeup'" in one_line_error(
+        cli("personality", "set", "bob", "--model", "madeup")
+    )
+
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("You are Bobby, a gardener.\nYou speak softly.", encoding="utf-8")
+    summarizer_prompt = tmp_path / "summarizer.txt"
+    summarizer_prompt.write_text("Keep every plant's name.", encoding="utf-8")
+    changed = cli(
+        "personality",
+        "set",
+        "bob",
+        "--display-name",
+        "Bobby",
+        "--prompt-file",
+        str(prompt),
+        "--memory-mode",
+        "summarized",
+        "--summarizer-model",
+        "openai/test-summarizer",
+        "--summarizer-prompt-file",
+        str(summarizer_prompt),
+        "--avatar",
+        "https://img.example/bobby.png",
+        "--memory",
+        "off",
+    )
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout == "Updated personality 'bob' (Bobby): memory off, mode summarized.\n"
+    shown = cli("personality", "show", "bob").stdout
+    for line in (
+        "display name:      Bobby",
+        "memory:            off, mode summarized",
+        "summarizer model:  openai/test-summarizer",
+        "summarizer prompt: its own, 24 characters",
+        "avatar:            https://img.example/bobby.png",
+        "  You are Bobby, a gardener.\n  You speak softly.",
+    ):
+        assert line in shown
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Caf\u00e9".encode("latin-1"))
+    assert "is not UTF-8 text (byte 3)" in one_line_error(
+        cli("personality", "set", "bob", "--prompt-file", str(latin1))
+    )
+
+    # What `resummarize` asks for, the CLI can now do; and it runs.
+    resummarized = cli("resummarize", "--personality", "bob")
+    assert resummarized.returncode == 0, resummarized.stderr
+    assert resummarized.stdout.startswith("Re-summarized 0 of 0 memories")
+
+    assert "Pass --yes to confirm" in one_line_error(cli("personality", "delete", "bob"))
+    assert "bob" in cli("personality", "list").stdout
+    deleted = cli("personality", "delete", "bob", "--yes")
+    assert deleted.stdout == "Deleted personality 'bob' with its 0 memories and conversations.\n"
+    assert cli("personality", "list").stdout.startswith("No personalities yet.")
+
+
+def test_names_discord_refuses_and_look_alikes_are_refused_in_one_line(
+    scratch_database_url: str, tmp_path: Path
+) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path)
+
+    assert cli("personality", "create", "Lilith").returncode == 0
+    assert one_line_error(cli("personality", "create", "L\u0456lith")) == (
+        "personae: 'L\u0456lith' reads like the existing personality 'Lilith' (`lilith`): pick a name that "
+        "looks different."
+    )
+    assert "Discord refuses to post under a name containing 'clyde'" in one_line_error(
+        cli("personality", "create", "Helper", "--display-name", "Clyde Jr")
+    )
+    assert [line.split()[0] for line in cli("personality", "list").stdout.splitlines()[1:]] == ["lilith"]
+
+
+def test_values_too_long_for_their_columns_or_unreadable_files_are_one_line(
+    scratch_database_url: str, tmp_path: Path
+) -> None:
+    env = {"PERSONAE_DATA_DIR": str(tmp_path / "data")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path, **env)
+
+    long_id = "9" * 65
+    assert "The owner id is 65 characters; an id is at most 64" in one_line_error(
+        cli("personality", "create", "Sage", "--owner", long_id)
+    )
+    assert cli("personality", "create", "Sage").returncode == 0
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text('{"id": "1", "role": "user", "content": "hi"}\n', encoding="utf-8")
+    assert "--user is 65 characters" in one_line_error(
+        cli("import", str(transcript), "--personality", "sage", "--user", long_id)
+    )
+    assert "--user is 65 characters" in one_line_error(
+        cli("recall", "hi", "--personality", "sage", "--user", long_id)
+    )
+    assert "--user is 65 characters" in one_line_error(cli("memory", "list", "--user", long_id))
+    assert "at most 200 characters" in one_line_error(cli("llm-config", "add", "big", "openai/" + "x" * 200))
+    assert "Max tokens" in one_line_error(
+        cli("llm-config", "add", "big", "openai/x", "--max-tokens", str(2**40))
+    )
+    queries = tmp_path / "queries.txt"
+    queries.write_bytes(b"caf\xe9\n")
+    assert one_line_error(
+        cli("recall", "--queries-file", str(queries), "--personality", "sage", "--user", "1")
+    ) == (f"personae: {queries} is not UTF-8 text (byte 3); save the queries as UTF-8.")
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(scratch_database_url: str, tmp_path: Path) -> None:
+    """`personae recall ... | head -4` was reported as a database failure."""
+    assert (
+        run_cli("personality", "create", "Sage", database_url=scratch_database_url, cwd=tmp_path).returncode
+        == 0
+    )
+    queries = tmp_path / "queries.txt"
+    queries.write_text("".join(f"where did I plant tomatoes {n}?\n" for n in range(3000)), encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if k != "DISCORD_TOKEN"}
+    environ.update(DATABASE_URL=scratch_database_url, PERSONAE_DATA_DIR=str(tmp_path / "data"))
+    command = (
+        f"{sys.executable} -m bot.cli recall --queries-file {queries} --personality sage --user 1 | head -4; "
+        'echo "exit ${PIPESTATUS[0]}" >&2'
+    )
+    result = subprocess.run(
+        ["bash", "-c", command], env=environ, capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert result.stdout.splitlines() == [
+        "where did I plant tomatoes 0?",
+        "  (no memories)",
+        "where did I plant tomatoes 1?",
+        "  (no memories)",
+    ]
+    assert result.stderr == "exit 141\n"  # as a program SIGPIPE ended, and nothing printed
+
+
+def test_commands_that_read_only_postgresql_run_while_another_process_holds_the_index(
+    scratch_database_url: str, tmp_path: Path
+) -> None:
+    from memory.recall.edge import EdgeVectorIndex
+
+    env = {"PERSONAE_DATA_DIR": str(tmp_path / "data")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path, **env)
+
+    assert cli("personality", "create", "Sage").returncode == 0
+    held = EdgeVectorIndex(tmp_path / "data" / "qdrant")  # as the bot or `personae chat` holds it
+    try:
+        for args in (
+            ("memory", "stats"),
+            ("memory", "list", "--user", "1"),
+            ("memory", "export", "--user", "1"),
+            ("personality", "list"),
+            ("personality", "set", "sage", "--memory-mode", "hybrid"),
+        ):
+            result = cli(*args)
+            assert result.returncode == 0, (args, result.stderr)
+        assert "is in use by another process" in one_line_error(
+            cli("recall", "x", "--personality", "sage", "--user", "1")
+        )
+    finally:
+        import asyncio
+
+        asyncio.run(held.close())
+
+
+def test_a_command_imports_what_it_needs_only(scratch_database_url: str, tmp_path: Path) -> None:
+    """What keeps a cold command fast: no Alembic once the schema is current, no litellm unless a model is
+    called, no embedding runtime for a report that reads PostgreSQL."""
+    assert (
+        run_cli("personality", "create", "Sage", database_url=scratch_database_url, cwd=tmp_path).returncode
+        == 0
+    )
+    heavy = {
+        "litellm",
+        "alembic",
+        "discord",
+        "torch",
+        "onnxruntime",
+        "qdrant_client",
+        "pgserver",
+    }
+
+    def imported(*argv: str) -> set[str]:
+        code = (
+            "import sys\n"
+            "from bot.cli import main\n"
+            f"code = main({list(argv)!r})\n"
+            f"print(sorted({heavy!r} & set(sys.modules)))\n"
+            "sys.exit(code)\n"
+        )
+        environ = {k: v for k, v in os.environ.items() if k != "DISCORD_TOKEN"}
+        environ.update(DATABASE_URL=scratch_database_url, PERSONAE_DATA_DIR=str(tmp_path / "data"))
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            env=environ,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return set(json.loads(result.stdout.splitlines()[-1].replace("'", '"')))
+
+    assert imported("personality", "list") == set()
+    assert imported("memory", "stats") == set()
+    assert imported("recall", "tomatoes", "--personality", "sage", "--user", "1") == {"onnxruntime"}
+
+
+@pytest.fixture
+def embedded_data_dir() -> Iterator[Path]:
+    """A data directory of its own for the embedded PostgreSQL, short and world-traversable (the server
+    runs as another user when tests run as root); its server is stopped however the test ends."""
+    import shutil
+    import tempfile
+
+    from models.database import stop_embedded_postgres
+
+    path = Path(tempfile.mkdtemp(prefix="personae-cli-"))
+    os.chmod(path, 0o755)
+    try:
+        yield path
+    finally:
+        stop_embedded_postgres(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_embedded_postgresql_stays_up_between_commands_until_stopped_and_recovers_from_a_crash(
+    embedded_data_dir: Path,
+) -> None:
+    import psutil
+
+    from models.database import running_embedded_postgres
+
+    env = {"PERSONAE_DATA_DIR": str(embedded_data_dir)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, database_url=None, cwd=embedded_data_dir, **env)
+
+    where = embedded_data_dir / "postgres"
+    assert cli("db", "status").stdout == (
+        f"database: the embedded PostgreSQL in {where}, not running (the next command starts it)\n"
+    )
+    assert cli("personality", "create", "Sage").returncode == 0
+    server = running_embedded_postgres(embedded_data_dir)
+    assert server is not None  # still up after the command ended
+    status = cli("db", "status").stdout
+    assert (
+        f"running (pid {server.pid}," in status
+        and "schema:   revision" in status
+        and "(the newest)" in status
+    )
+    assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
+    assert running_embedded_postgres(embedded_data_dir) == server  # joined, not restarted
+
+    # Another process on it: `db stop` says so rather than cut it off.
+    import asyncio
+
+    import asyncpg
+
+    async def hold_and_stop() -> subprocess.CompletedProcess[str]:
+        connection = await asyncpg.connect(host=str(server.socket_dir), user="postgres", database="personae")
+        try:
+            return await asyncio.to_thread(cli, "db", "stop")
+        finally:
+            await connection.close()
+
+    assert "1 other connection(s) to the embedded PostgreSQL are open" in one_line_error(
+        asyncio.run(hold_and_stop())
+    )
+    assert cli("db", "stop").stdout == f"Stopped the embedded PostgreSQL in {where}.\n"
+    assert running_embedded_postgres(embedded_data_dir) is None
+    assert cli("db", "stop").stdout == f"No PostgreSQL runs in {where}.\n"
+
+    # A crash: the server killed, its postmaster.pid left behind; the next command starts it afresh.
+    assert cli("personality", "list").returncode == 0
+    crashed = running_embedded_postgres(embedded_data_dir)
+    assert crashed is not None
+    process = psutil.Process(crashed.pid)
+    children = process.children(recursive=True)
+    process.kill()
+    psutil.wait_procs([process, *children], timeout=30)
+    assert (where / "postmaster.pid").exists()
+    assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
+
+    # Up, but its socket deleted (a cleaner emptied the folder): restarted, not reported unreachable.
+    up = running_embedded_postgres(embedded_data_dir)
+    assert up is not None
+    (up.socket_dir / f".s.PGSQL.{up.port}").unlink()
+    assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
+
+    # A stale postmaster.pid whose pid now belongs to another process (after a reboot, say).
+    assert cli("db", "stop").returncode == 0
+    stale = ["", str(where), "0", "5432", str(where), "", "0 0", "ready   "]
+    stale[0] = str(os.getpid())
+    (where / "postmaster.pid").write_text("\n".join(stale) + "\n")
+    assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
+    assert running_embedded_postgres(embedded_data_dir) is not None

@@ -63,8 +63,8 @@ def test_a_second_file_reusing_ids_in_the_channel_is_refused_not_merged(
     code, out, err = run(capsys, "import", write(cli_env, "bob.jsonl", *bob), "--personality", "lilith")
     assert (code, out) == (1, "")
     assert err == (
-        "personae: line 1: id '1' is already in the log for another message (said by someone else); "
-        "give this file's messages ids of their own (a prefix naming the file will do)\n"
+        "personae: Line 1: id '1' is already in the log for another message (said by someone else); "
+        "give this file's messages ids of their own (a prefix naming the file will do).\n"
     )
     alices = recalled(capsys, "Dune book PIN", "A", "--guild", "G")
     assert any("4921" in m for m in alices) and all("Dune" not in m for m in alices)

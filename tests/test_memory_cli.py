@@ -62,7 +62,15 @@ def test_import_recall_stats_reindex(cli_env: Path, capsys: pytest.CaptureFixtur
     result = json.loads(out)
     assert result["query"] == "what is my bonsai called"
     first = result["memories"][0]
-    assert set(first) == {"id", "score", "content", "content_verbatim", "source_message_ids", "occurred_at"}
+    assert set(first) == {
+        "id",
+        "score",
+        "content",
+        "content_verbatim",
+        "source_message_ids",
+        "occurred_at",
+        "context",
+    }
     assert "Gerald" in (first["content"] + (first["content_verbatim"] or ""))
     bob = user_message_ids(SAGE, "1002")
     for memory in result["memories"]:  # only Bob's own exchanges
@@ -89,6 +97,32 @@ def test_import_recall_stats_reindex(cli_env: Path, capsys: pytest.CaptureFixtur
     assert code == 0 and "no drift" in out
 
 
+def test_recall_json_carries_a_hits_context_after_its_own_words(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hit's `content` and `source_message_ids` are what the chat prompt gets of it: its own first,
+    then the exchanges said just around it, which `context` names."""
+    run(capsys, "personality", "create", "Ivy")
+    topics = ["my garden", "Zephyrine's wedding", "the dress I wore"]
+    lines = []
+    for n, topic in enumerate(topics):
+        said = f"Let me tell you about {topic}"
+        lines.append({"id": f"u{n}", "role": "user", "content": said, "user_id": "7"})
+        lines.append({"id": f"a{n}", "role": "assistant", "content": "Tell me more!", "reply_to": f"u{n}"})
+    transcript = cli_env / "ivy.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run(capsys, "import", str(transcript), "--personality", "ivy")[0] == 0
+
+    _, out, _ = run(
+        capsys, "recall", "Zephyrine wedding", "--personality", "ivy", "--user", "7", "--limit", "1", "--json"
+    )
+    [best] = json.loads(out)["memories"]
+    assert best["content"].startswith("User: Let me tell you about Zephyrine's wedding")
+    assert "my garden" in best["content"] and "the dress I wore" in best["content"]
+    assert [c["source_message_ids"] for c in best["context"]] == [["u0", "a0"], ["u2", "a2"]]
+    assert best["source_message_ids"] == ["u1", "a1", "u0", "a0", "u2", "a2"]
+
+
 def test_malformed_file_writes_nothing(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "personality", "create", "Sage")
     bad = cli_env / "bad.jsonl"
@@ -99,7 +133,7 @@ def test_malformed_file_writes_nothing(cli_env: Path, capsys: pytest.CaptureFixt
     )
     code, out, err = run(capsys, "import", str(bad), "--personality", "sage")
     assert code == 1
-    assert err.strip() == 'personae: line 3: \'role\' must be "user" or "assistant"'
+    assert err.strip() == 'personae: Line 3: \'role\' must be "user" or "assistant".'
     code, out, _ = run(capsys, "memory", "stats")
     assert "pending: 0 messages" in out and "total" in out
     assert " 0 " in out.splitlines()[-2]  # no memories either
@@ -182,24 +216,35 @@ def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
     code, _, err = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
     assert code == 1
     assert err == (
-        "personae: no personality named 'seraphina' (the chat's character): import its card first "
-        "(`personae personality import CARD`) or pass --personality NAME\n"
+        "personae: No personality named 'seraphina' (the chat's character): import its card first "
+        "(`personae personality import CARD`) or pass --personality NAME.\n"
     )
     code, out, err = run(capsys, "personality", "import", str(card))
     assert code == 0, err
     code, _, err = run(capsys, "import", str(chat), "--format", "sillytavern")
     assert (code, err) == (
         1,
-        "personae: a SillyTavern chat names no user id: pass --user ID (whose history it is)\n",
+        "personae: A SillyTavern chat names no user id: pass --user ID (whose history it is).\n",
     )
 
     code, out, err = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
     assert code == 0, err
     assert "messages read:   5 (5 new)" in out
     assert "memories stored: 2" in out
-    assert "skipped lines:   3" in out  # the hidden line, the narrator, the blank line
+    assert (
+        "skipped lines:   3\n"
+        "  line 5: a system or hidden message\n"
+        "  line 6: a narrator's line\n"
+        "  line 7: blank\n"
+    ) in out
     code, out, _ = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
     assert "(0 new)" in out and "memories stored: 0" in out
+    # Another swipe of a reply kept in SillyTavern since: that exchange's memory is made again, whole.
+    chat.write_text(
+        SERAPHINA_CHAT.replace('"mes": "We will find Miso before nightfall."', '"mes": "At dawn."')
+    )
+    code, out, _ = run(capsys, "import", str(chat), "--format", "sillytavern", "--user", "555")
+    assert "(1 new)" in out and "memories stored: 1" in out
 
     code, out, _ = run(
         capsys, "recall", "Miso's white paw", "--personality", "seraphina", "--user", "555", "--json"
@@ -212,7 +257,7 @@ def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
     broken = cli_env / "broken.jsonl"
     broken.write_text(SERAPHINA_CHAT + '{"name": "Ann", "is_user": "yes", "mes": "hi"}\n')
     code, _, err = run(capsys, "import", str(broken), "--format", "sillytavern", "--user", "555")
-    assert (code, err) == (1, "personae: line 10: 'is_user' must be true or false\n")
+    assert (code, err) == (1, "personae: Line 10: 'is_user' must be true or false.\n")
 
 
 def test_a_jsonl_import_still_needs_its_personality(
@@ -220,4 +265,118 @@ def test_a_jsonl_import_still_needs_its_personality(
 ) -> None:
     """Named by --personality, or by each line (an export's lines name theirs)."""
     code, _, err = run(capsys, "import", str(SAGE))
-    assert (code, err) == (1, "personae: line 1: the line names no personality: pass --personality NAME\n")
+    assert (code, err) == (1, "personae: Line 1: the line names no personality: pass --personality NAME.\n")
+
+
+def test_a_file_in_the_other_format_is_named_with_the_option_that_reads_it(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
+
+    run(capsys, "personality", "create", "Sage")
+    chat = cli_env / "chat.jsonl"
+    chat.write_text(SERAPHINA_CHAT)
+    code, _, err = run(capsys, "import", str(chat), "--personality", "sage")
+    assert (code, err) == (
+        1,
+        "personae: Line 1: missing required field(s) id, role, content; this looks like a SillyTavern chat: "
+        "pass --format sillytavern.\n",
+    )
+    code, _, err = run(capsys, "import", str(SAGE), "--format", "sillytavern", "--user", "1")
+    assert code == 1
+    assert err.endswith("this looks like a Personae transcript: pass --format jsonl.\n")
+    assert err.count("\n") == 1
+
+
+def test_skipped_lines_are_listed_with_why_the_first_few_or_all(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "personality", "create", "Sage")
+    lines = ['{"id": "1", "role": "user", "content": "hi", "user_id": "7"}']
+    lines += [""] * 4 + [json.dumps({"id": f"e{n}", "role": "user", "content": " "}) for n in range(3)]
+    transcript = cli_env / "gaps.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "import", str(transcript), "--personality", "sage")
+    assert code == 0, err
+    assert out.split("skipped lines:   ")[1] == (
+        "7\n"
+        "  line 2: blank\n"
+        "  line 3: blank\n"
+        "  line 4: blank\n"
+        "  line 5: blank\n"
+        "  line 6: empty content\n"
+        "  ... and 2 more (-v lists them all)\n"
+    )
+    code, out, _ = run(capsys, "import", str(transcript), "--personality", "sage", "-v")
+    assert out.split("skipped lines:   ")[1].splitlines()[-2:] == [
+        "  line 7: empty content",
+        "  line 8: empty content",
+    ]
+
+
+def test_a_users_memories_are_listed_searched_pinned_corrected_forgotten_and_exported_as_in_discord(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`/memory` from the command line: each command names the user, and only ever reaches theirs."""
+    run(capsys, "personality", "create", "Sage", "--memory-mode", "summarized")
+    assert run(capsys, "import", str(SAGE), "--personality", "sage")[0] == 0
+
+    code, out, _ = run(capsys, "memory", "list", "--user", "1002", "--limit", "2")
+    assert code == 0
+    header, columns, *rows = out.splitlines()
+    assert header.startswith("Memories of user 1002, newest first: 1 to 2 of ")
+    assert columns.split() == ["ID", "DATE", "PERSONALITY", "MEMORY"]
+    assert rows[-1] == "More: --offset 2."
+    newest = rows[0].split()[0]
+
+    code, out, _ = run(
+        capsys, "memory", "search", "what is my bonsai called", "--user", "1002", "--limit", "3"
+    )
+    assert code == 0
+    assert out.startswith("Memories of user 1002 matching 'what is my bonsai called', best first:\n")
+    bonsai = out.splitlines()[2].split()[0]
+    code, out, _ = run(capsys, "memory", "show", bonsai, "--user", "1002")
+    assert "Gerald" in out and "pinned:      no" in out
+    # Alice cannot reach Bob's memory by its id, whatever the command.
+    for command in (["show", bonsai], ["pin", bonsai], ["forget", bonsai], ["correct", bonsai, "mine now"]):
+        code, _, err = run(capsys, "memory", *command, "--user", "1001")
+        assert (code, err) == (1, f"personae: User 1001 has no memory with id {bonsai}.\n"), command
+
+    assert run(capsys, "memory", "pin", bonsai, "--user", "1002")[0] == 0
+    code, out, _ = run(
+        capsys, "memory", "correct", bonsai, "--user", "1002", "My bonsai is called Gerald Junior."
+    )
+    assert code == 0, out
+    code, out, _ = run(capsys, "memory", "show", bonsai, "--user", "1002")
+    assert "pinned:      yes" in out and "edited:      yes" in out
+    assert out.endswith("My bonsai is called Gerald Junior.\n")
+    code, out, _ = run(capsys, "memory", "search", "Gerald Junior", "--user", "1002", "--limit", "1")
+    assert out.splitlines()[2].split()[:1] == [bonsai]
+    assert "[pinned] [edited] My bonsai is called Gerald Junior." in out
+
+    exported = cli_env / "bob.jsonl"
+    code, out, _ = run(
+        capsys, "memory", "export", "--user", "1002", "--personality", "sage", "-o", str(exported)
+    )
+    assert code == 0 and out.startswith("Wrote ")
+    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert {r.get("user_id") for r in records if "role" in r} == {"1002"}  # Bob's lines only
+
+    code, out, _ = run(capsys, "memory", "forget", newest, "--user", "1002")
+    assert (code, out) == (0, "Forgotten. It will not come back in recall.\n")
+    assert newest not in run(capsys, "memory", "list", "--user", "1002", "--limit", "100")[1]
+    code, _, err = run(capsys, "memory", "forget", "all", "--user", "1002")
+    assert code == 1 and "Pass --yes to confirm" in err  # no terminal to ask
+    code, out, _ = run(capsys, "memory", "forget", "all", "--user", "1002", "--personality", "sage", "--yes")
+    assert code == 0 and out.startswith("Deleted ") and out.endswith(" memories of user 1002 with Sage.\n")
+    assert run(capsys, "memory", "list", "--user", "1002")[1] == "No memories of user 1002.\n"
+    assert run(capsys, "memory", "list", "--user", "1001")[1].startswith(
+        "Memories of user 1001"
+    )  # Alice's stay
+    code, out, _ = run(capsys, "reindex", "--check")
+    assert code == 0 and "no drift" in out  # forgotten memories left the index too
+
+    code, out, _ = run(capsys, "personality", "delete", "sage", "--yes")
+    assert code == 0 and out.startswith("Deleted personality 'sage' with its ")
+    code, out, _ = run(capsys, "reindex", "--check")
+    assert "points in index: 0" in out and "no drift" in out

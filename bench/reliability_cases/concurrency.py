@@ -162,7 +162,7 @@ async def interleaved_transcript(lab: Lab, scale: Scale) -> Outcome:
     import json
 
     rt = lab.runtime
-    await rt.personalities.create("lilith-import", display_name="Lilith")
+    await rt.personalities.create("lilith-import", display_name="Lilith (imported)")
     path = lab.workdir / "issue9.jsonl"
     venue = {"channel_id": "55", "guild_id": "7", "timestamp": "2025-03-01T10:00:00Z"}
     path.write_text("".join(json.dumps({**line, **venue}) + "\n" for line in ISSUE_TRANSCRIPT))

@@ -1,49 +1,85 @@
 """The argument tree of `personae` and its one entry point: settings, logging, the runtime, exit codes.
 
-Each command declares what it runs on: `handler` (async) gets the Core, or with `with_memory` the whole
-Runtime; `standalone` commands (run, sync-commands) get the settings and build what they need.
+Each command declares what it runs on. `handler` (async) gets the Core (PostgreSQL and the services
+over it); with `with_memory` the whole Runtime, the vector index opened at once (a command that
+writes or searches memories fails before it starts when another process holds the embedded index);
+with `index_when_used` the Runtime whose index opens only if the command comes to use it (a report
+that reads PostgreSQL runs beside the bot). `embeds` starts loading the embedding model at once, while
+the database is reached. `standalone` commands (run, sync-commands, db status|stop) get the settings
+and build what they need.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities
 from bot.cli.logs import configure_logging
-from bot.cli.output import CommandError
+from bot.cli.output import CommandError, one_line
 
 if TYPE_CHECKING:
     from bot.settings import BotSettings
+
+# What a program that SIGPIPE ended exits with (128 + 13): `personae recall ... | head` ends as `cat` would.
+BROKEN_PIPE_EXIT = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="personae", description="Discord AI personalities with long-term memory."
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details; list everything")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The order of `personae --help`.
     for group in (database, personalities, discord_bot, llm_configs, memories, chat, demo):
         group.add_commands(commands)
+    _describe_commands(parser)
     return parser
 
 
-async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
-    """Open what the command runs on (the Core, or the whole Runtime) and run it."""
-    from bot.runtime import open_core, open_runtime
+def _describe_commands(parser: argparse.ArgumentParser) -> None:
+    """Give each command without a description of its own its one-line help, so that `personae
+    COMMAND --help` says what the command does, as `personae --help` does."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, command in action.choices.items():
+                if not command.description and helps.get(name):
+                    command.description = one_line(str(helps[name]))
+                _describe_commands(command)
 
-    if getattr(args, "with_memory", False):
+
+async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
+    """Open what the command runs on (the Core, or the Runtime over it) and run it."""
+    from bot.runtime import open_core, open_memory_services
+
+    with_memory = getattr(args, "with_memory", False)
+    index_when_used = getattr(args, "index_when_used", False)
+    embedder = None
+    if with_memory or index_when_used:
+        from memory.recall.embedders import make_embedder
+
+        # Loading the model (~0.2 s) overlaps reaching the database when the command will embed.
+        embedder = make_embedder(
+            settings.embedding_model,
+            api_base=settings.embedding_api_base,
+            load_now=getattr(args, "embeds", False),
+        )
+    async with open_core(settings) as core:
+        if embedder is None:
+            await args.handler(args, core)
+            return
         # `personae reindex` (not --check) refills the index from PostgreSQL: it may start a damaged one.
         rebuild = getattr(args, "rebuilds_index", False) and not getattr(args, "check", False)
-        async with open_runtime(settings, rebuild_index=rebuild) as runtime:
+        async with open_memory_services(
+            core, embedder=embedder, rebuild_index=rebuild, index_when_used=not with_memory
+        ) as runtime:
             await args.handler(args, runtime)
-    else:
-        async with open_core(settings) as core:
-            await args.handler(args, core)
 
 
 def explain_connection_error(exc: BaseException, settings: BotSettings) -> str | None:
@@ -55,10 +91,13 @@ def explain_connection_error(exc: BaseException, settings: BotSettings) -> str |
     for cause in _causes(exc):
         invalidated = isinstance(cause, DBAPIError) and cause.connection_invalidated
         if invalidated or isinstance(cause, OSError | ConnectionError) or _asyncpg_connection_error(cause):
-            where = "DATABASE_URL" if settings.database_url else "the embedded PostgreSQL"
             root = list(_causes(cause))[-1]
             detail = str(root).strip().splitlines()[0] if str(root).strip() else type(root).__name__
-            return f"Cannot reach {where}: {detail}. Check that the server is running and the URL is right."
+            if settings.database_url:
+                fix = "Check that the server is running and the URL is right."
+                return f"Cannot reach DATABASE_URL: {detail}. {fix}"
+            fix = "Run `personae db stop`, then the command again, to restart it."
+            return f"Cannot reach the embedded PostgreSQL: {detail}. {fix}"
     return None
 
 
@@ -82,6 +121,14 @@ def _asyncpg_connection_error(exc: BaseException) -> bool:
     )
 
 
+def _broken_pipe() -> int:
+    """The reader of our output went away (`| head`): end quietly, as `cat` would."""
+    # Python flushes stdout again at exit, which would raise and print the error after all.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return BROKEN_PIPE_EXIT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from bot.settings import load_bot_settings
@@ -92,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_bot_settings()
     except SettingsError as exc:
-        print(f"personae: {exc}", file=sys.stderr)
+        print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 2
     configure_logging(settings, verbose=args.verbose, long_running=getattr(args, "long_running", False))
     try:
@@ -100,8 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if standalone is not None:
             return int(standalone(args, settings))
         asyncio.run(run_handler(args, settings))
+        sys.stdout.flush()  # a broken pipe shows here, while it can still be handled
+    except BrokenPipeError:
+        return _broken_pipe()
     except (CommandError, UserFacingError, LLMUnavailableError) as exc:  # each says itself in one line
-        print(f"personae: {exc}", file=sys.stderr)
+        print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 ADD_OPTIONS: dict[str, dict[str, Any]] = {
     "api_base": {"help": "endpoint URL, e.g. http://127.0.0.1:8000/v1"},
     "api_key_env": {"help": "NAME of the environment variable holding the API key"},
-    "temperature": {"type": float, "default": 0.7},
-    "max_tokens": {"type": int, "default": 512},
-    "timeout": {"type": float, "default": 60.0, "help": "seconds per call"},
+    "temperature": {"type": float, "default": 0.7, "help": "sampling temperature, 0 to 2 (default 0.7)"},
+    "max_tokens": {"type": int, "default": 512, "help": "most tokens a reply may have (default 512)"},
+    "timeout": {"type": float, "default": 60.0, "help": "seconds per call (default 60)"},
     "context_window": {"type": int, "help": "input tokens the model accepts"},
 }
 
@@ -34,7 +34,7 @@ def add_commands(commands: Subcommands) -> None:
     ladd.set_defaults(handler=cmd_llm_config_add)
     lcommands.add_parser("list", help="list LLM configs").set_defaults(handler=cmd_llm_config_list)
     lremove = lcommands.add_parser("remove", help="remove an LLM config (users fall back to the default)")
-    lremove.add_argument("name")
+    lremove.add_argument("name", help="the LLM config to remove")
     lremove.set_defaults(handler=cmd_llm_config_remove)
 
 

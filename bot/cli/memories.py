@@ -1,4 +1,7 @@
-"""The memory commands: import transcripts, recall, storage report, reindex, re-summarize, the worker."""
+"""The memory commands: import transcripts, recall, storage report, reindex, re-summarize, the worker.
+
+A user's own memories (`personae memory list|search|...`) are in user_memories.py.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.output import CommandError, command_group, print_stats, progress
+from bot.cli import user_memories
+from bot.cli.output import CommandError, check_id, command_group, print_stats, progress, read_text_file
 from bot.cli.personalities import MEMORY_MODES
 
 IMPORT_FORMATS = ("jsonl", "sillytavern")
@@ -16,13 +20,29 @@ IMPORT_FORMATS = ("jsonl", "sillytavern")
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
-    from memory.formation.importer import TranscriptLine
+    from memory.errors import InvalidInputError
+    from memory.formation.importer import SkippedLine, TranscriptLine
     from memory.recall.search import RecalledMemory
 
 
+PERSONALITY_HELP = "the personality (its name, as `personae personality list` shows it)"
+# Skipped lines listed under an import's report; -v lists them all.
+SKIPPED_SHOWN = 5
+
+
 def add_commands(commands: Subcommands) -> None:
-    imp = commands.add_parser("import", help="import a JSONL transcript and form its memories")
-    imp.add_argument("file", type=Path, help="JSONL, one message a line: id, role, content, ...")
+    imp = commands.add_parser(
+        "import",
+        help="import a chat transcript and form its memories",
+        description="Import a transcript into the message log and form its memories. Importing the same "
+        "file again adds only what is new.",
+    )
+    imp.add_argument(
+        "file",
+        type=Path,
+        help="the transcript: Personae's JSONL (one message a line: id, role, content, ...; see README), "
+        "or with --format sillytavern a chat .jsonl that SillyTavern saved",
+    )
     imp.add_argument(
         "--format",
         choices=IMPORT_FORMATS,
@@ -31,82 +51,168 @@ def add_commands(commands: Subcommands) -> None:
     )
     imp.add_argument(
         "--personality",
-        help="personality the transcript was with (jsonl: else each line's own `personality`; "
-        "sillytavern: else the chat's character)",
+        help="the personality the chat was with (jsonl: else each line's own `personality`; sillytavern: "
+        "else the chat's character)",
     )
-    imp.add_argument("--user", help="user id for lines without a user_id (required for sillytavern)")
-    imp.add_argument("--mode", choices=MEMORY_MODES, help="memory mode for this import (default: settings)")
-    imp.set_defaults(handler=cmd_import, with_memory=True)
+    imp.add_argument(
+        "--user", help="the user id of lines without a user_id (required for sillytavern: whose chat it is)"
+    )
+    imp.add_argument(
+        "--mode", choices=MEMORY_MODES, help="the memory mode for this import (default: each user's setting)"
+    )
+    imp.add_argument(
+        "-v", "--verbose", dest="all_skipped", action="store_true", help="list every skipped line"
+    )
+    imp.set_defaults(handler=cmd_import, with_memory=True, embeds=True)
 
-    recall = commands.add_parser("recall", help="search a user's memories of a personality")
+    recall = commands.add_parser(
+        "recall",
+        help="search a user's memories of a personality, as a reply would recall them",
+        description="What the personality would recall for this user: the best memories first, the first "
+        "with the exchanges said around it when they fit.",
+    )
     recall.add_argument("query", nargs="?", help="what to look for")
-    recall.add_argument("--queries-file", type=Path, help="one query a line, answered in one process")
-    recall.add_argument("--personality", required=True)
+    recall.add_argument(
+        "--queries-file", type=Path, help="a UTF-8 file, one query a line, answered in one run"
+    )
+    recall.add_argument("--personality", required=True, help=PERSONALITY_HELP)
     recall.add_argument("--user", required=True, help="whose memories (a user only ever sees their own)")
     recall.add_argument("--guild", help="recall as if in this guild (default: as in a DM)")
-    recall.add_argument("--limit", type=int, default=5, help="memories per query (default 5)")
-    recall.add_argument("--json", action="store_true", help="one JSON object per query")
-    recall.set_defaults(handler=cmd_recall, with_memory=True)
+    recall.add_argument("--limit", type=int, default=5, help="memories per query, 1 to 100 (default 5)")
+    recall.add_argument("--json", action="store_true", help="one JSON object per query (see README)")
+    recall.set_defaults(handler=cmd_recall, with_memory=True, embeds=True)
 
-    mcommands = command_group(commands, "memory", "long-term memory reports")
+    mcommands = command_group(commands, "memory", "long-term memories: storage report, a user's memories")
     stats = mcommands.add_parser(
-        "stats", help="memories by mode and summarizer, storage saving, pending work"
+        "stats",
+        help="memories by mode and summarizer, storage saved, pending work",
+        description="Memories by mode and summarizer with the characters they store, then the work "
+        "still pending. Reads PostgreSQL only: runs while the bot holds the index.",
     )
-    stats.add_argument("--personality")
-    stats.set_defaults(handler=cmd_memory_stats, with_memory=True)
+    stats.add_argument("--personality", help=PERSONALITY_HELP + " (default: all)")
+    stats.set_defaults(handler=cmd_memory_stats, index_when_used=True)
+    user_memories.add_commands(mcommands)
 
-    reindex = commands.add_parser("reindex", help="rebuild the vector index from PostgreSQL")
-    reindex.add_argument("--personality")
-    reindex.add_argument("--check", action="store_true", help="only report drift between index and database")
+    reindex = commands.add_parser(
+        "reindex",
+        help="rebuild the vector index from PostgreSQL (after changing EMBEDDING_MODEL)",
+        description="Rebuild the vector index from PostgreSQL, the source of truth; --check only reports "
+        "drift between the two.",
+    )
+    reindex.add_argument("--personality", help=PERSONALITY_HELP + " (default: all)")
+    reindex.add_argument(
+        "--check", action="store_true", help="only report drift between index and database (exit 1 if any)"
+    )
     reindex.set_defaults(handler=cmd_reindex, with_memory=True, rebuilds_index=True)
 
-    resum = commands.add_parser("resummarize", help="re-summarize verbatim and extractive memories")
-    resum.add_argument("--personality", required=True)
+    resum = commands.add_parser(
+        "resummarize",
+        help="re-summarize a personality's verbatim and extractive memories",
+        description="Redo the personality's verbatim, cleaned and extractive memories with its summarizer "
+        "(after turning summarization on, or once an LLM is configured).",
+    )
+    resum.add_argument("--personality", required=True, help=PERSONALITY_HELP)
     resum.set_defaults(handler=cmd_resummarize, with_memory=True)
 
-    worker = commands.add_parser("worker", help="form memories from the message log, continuously")
+    worker = commands.add_parser(
+        "worker",
+        help="form memories from the message log, continuously",
+        description="Form memories from the message log until stopped (Ctrl-C): for deployments that run "
+        "formation apart from the bot.",
+    )
     worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True)
 
 
-def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], int, str | None]:
-    """The file's lines (a JSONL file's read as they are imported), how many were skipped so far, and
-    the personality they go to (None: a JSONL file's lines name their own)."""
+def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], list[SkippedLine], str | None]:
+    """The file's lines, the lines skipped, and the personality they go to (None: a JSONL file's lines
+    name their own). A JSONL file is read as it is imported: its skipped lines fill in as it is read."""
+    from memory.errors import InvalidInputError
     from memory.formation.importer import open_transcript, read_transcript_text
     from memory.formation.sillytavern import parse_sillytavern
     from memory.owners.personality_fields import slugify
 
     if args.format == "jsonl":
-        return open_transcript(args.file), 0, args.personality
+        transcript = open_transcript(args.file)
+        return transcript, transcript.skipped, args.personality
     if args.user is None:
-        raise CommandError("a SillyTavern chat names no user id: pass --user ID (whose history it is)")
-    chat = parse_sillytavern(read_transcript_text(args.file))
+        raise CommandError("A SillyTavern chat names no user id: pass --user ID (whose history it is)")
+    text = read_transcript_text(args.file)
+    try:
+        chat = parse_sillytavern(text)
+    except InvalidInputError as exc:
+        raise _with_format_hint(exc, text, args.format) from None
     name = args.personality or (slugify(chat.character_name) if chat.character_name else None)
     if not name:
-        raise CommandError("the chat names no character: pass --personality NAME")
-    return chat.lines, chat.skipped, name
+        raise CommandError("The chat names no character: pass --personality NAME")
+    return chat.lines, chat.skipped_lines, name
+
+
+FORMAT_NAMES = {"jsonl": "Personae transcript", "sillytavern": "SillyTavern chat"}
+
+
+def likely_format(text: str) -> str | None:
+    """The import format the file's first record looks like: SillyTavern's messages carry `mes` (and
+    its first line the chat's metadata), Personae's `role` and `content`; None when neither."""
+    for raw in text.splitlines():
+        if raw.strip():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                return None
+            if not isinstance(record, dict):
+                return None
+            if "mes" in record or {"user_name", "character_name", "chat_metadata"} & record.keys():
+                return "sillytavern"
+            if "role" in record and "content" in record:
+                return "jsonl"
+            return None
+    return None
+
+
+def _with_format_hint(exc: InvalidInputError, text: str, given: str) -> Exception:
+    """The error, or with the --format that the file looks like when it is not the one given."""
+    fits = likely_format(text)
+    if fits is None or fits == given:
+        return exc
+    return CommandError(f"{exc}; this looks like a {FORMAT_NAMES[fits]}: pass --format {fits}")
+
+
+def _first_line(path: Path) -> str:
+    """The file's first line that is not blank (all that likely_format reads)."""
+    from memory.formation.importer import transcript_file_lines
+
+    return next((raw for _, raw in transcript_file_lines(path) if raw.strip()), "")
 
 
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.errors import InvalidInputError
     from memory.types import MemoryMode
 
+    user = check_id(args.user, "--user")
     lines, skipped, name = _read_import(args)
     personality = await runtime.personalities.find(name) if name is not None else None
     if personality is None and name is not None:
         if args.format == "sillytavern" and args.personality is None:
             raise CommandError(
-                f"no personality named {name!r} (the chat's character): import its card first "
+                f"No personality named {name!r} (the chat's character): import its card first "
                 "(`personae personality import CARD`) or pass --personality NAME"
             )
         personality = await runtime.personalities.get(name)  # its error says how to list them
-    report = await runtime.importer.import_lines(
-        lines,
-        personality_id=personality.id if personality is not None else None,
-        personality_user_id=f"personality:{personality.name}" if personality is not None else None,
-        default_user_id=args.user,
-        skipped_lines=skipped,
-        mode=MemoryMode(args.mode) if args.mode else None,
-        progress=progress(f"Remembering {args.file.name}"),
-    )
+    try:
+        report = await runtime.importer.import_lines(
+            lines,
+            personality_id=personality.id if personality is not None else None,
+            personality_user_id=f"personality:{personality.name}" if personality is not None else None,
+            default_user_id=user,
+            skipped_lines=len(skipped),
+            mode=MemoryMode(args.mode) if args.mode else None,
+            progress=progress(f"Remembering {args.file.name}"),
+            replace_edited=args.format == "sillytavern",  # the whole chat as kept: a changed swipe replaces
+        )
+    except InvalidInputError as exc:  # a JSONL file's lines are checked as they are imported
+        if args.format != "jsonl":
+            raise
+        raise _with_format_hint(exc, _first_line(args.file), args.format) from None
     f = report.formation
     print(f"messages read:   {report.messages_read} ({report.messages_new} new)")
     print(f"exchanges:       {report.exchanges}")
@@ -114,11 +220,23 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
         f"memories stored: {f.memories} "
         f"({f.extractive} extractive, {f.fidelity_misses} kept verbatim for fidelity)"
     )
-    print(f"skipped lines:   {report.skipped_lines + f.skipped}")
+    print(f"skipped lines:   {len(skipped)}")
+    shown = skipped if args.all_skipped or args.verbose else skipped[:SKIPPED_SHOWN]
+    for line in shown:
+        print(f"  line {line.line_no}: {line.reason}")
+    if len(skipped) > len(shown):
+        print(f"  ... and {len(skipped) - len(shown)} more (-v lists them all)")
+    if f.skipped:
+        print(f"not remembered:  {f.skipped} exchanges (memory is off for their user or the personality)")
 
 
 def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
-    """One query's answer as the JSON line `recall --json` prints."""
+    """One query's answer as the JSON line `recall --json` prints.
+
+    A hit's `content` and `source_message_ids` are what the chat prompt receives of it: its own words
+    and messages first, then those of its context (the memories said just around it); `context`
+    names those memories, so a reader can tell them apart.
+    """
     return json.dumps(
         {
             "query": query,
@@ -126,10 +244,13 @@ def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
                 {
                     "id": str(m.id),
                     "score": round(m.score, 6),
-                    "content": m.content,
+                    "content": m.text_with_context,
                     "content_verbatim": m.content_verbatim,
-                    "source_message_ids": m.source_message_ids,
+                    "source_message_ids": m.sources_with_context,
                     "occurred_at": m.occurred_at.isoformat(),
+                    "context": [
+                        {"id": str(c.id), "source_message_ids": c.source_message_ids} for c in m.context
+                    ],
                 }
                 for m in memories
             ],
@@ -140,13 +261,10 @@ def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
 
 def _queries(args: argparse.Namespace) -> list[str]:
     if (args.query is None) == (args.queries_file is None):
-        raise CommandError("give a QUERY or --queries-file FILE (one query a line), not both")
+        raise CommandError("Give a QUERY or --queries-file FILE (one query a line), not both")
     if args.queries_file is None:
         return [args.query]
-    try:
-        text = args.queries_file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"cannot read {args.queries_file}: {exc.strerror}") from None
+    text = read_text_file(args.queries_file, "queries")
     return [q.strip() for q in text.splitlines() if q.strip()]
 
 
@@ -155,16 +273,13 @@ async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
 
     queries = _queries(args)
     if args.limit < 1 or args.limit > 100:
-        raise CommandError("--limit must be between 1 and 100")
+        raise CommandError("The --limit must be between 1 and 100")
+    user, guild = check_id(args.user, "--user"), check_id(args.guild, "--guild")
     personality = await runtime.personalities.get(args.personality)
     # Arguments that are not UTF-8 come in as lone surrogates, which stdout cannot print back.
     for query in map(storable_text, queries):
         memories = await runtime.memory.recall(
-            personality_id=personality.id,
-            user_id=args.user,
-            query=query,
-            guild_id=args.guild,
-            limit=args.limit,
+            personality_id=personality.id, user_id=user, query=query, guild_id=guild, limit=args.limit
         )
         if args.json:
             print(recalled_json(query, memories))
@@ -175,6 +290,8 @@ async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
         for rank, m in enumerate(memories, start=1):
             print(f"  {rank}. [{m.occurred_at:%Y-%m-%d}] {m.content}")
             print(f"     score {m.score:.3f}, from messages {', '.join(m.source_message_ids)}")
+            for c in m.context:
+                print(f"     context [{c.occurred_at:%Y-%m-%d}] {c.content}")
 
 
 async def _personality_id(runtime: Runtime, name: str | None) -> int | None:

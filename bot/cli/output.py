@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 if TYPE_CHECKING:
     from memory.formation.stats import MemoryStats
@@ -33,6 +34,55 @@ def option_values(args: argparse.Namespace, options: Mapping[str, object]) -> di
 
 class CommandError(Exception):
     """A failure already phrased for the user; printed as one line, exit code 1."""
+
+
+def one_line(message: str) -> str:
+    """An error as every `personae:` line reads: one sentence, capitalised, ending in a stop."""
+    text = " ".join(message.split())
+    if text[:1].islower():
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+@overload
+def check_id(value: str, option: str) -> str: ...
+
+
+@overload
+def check_id(value: None, option: str) -> None: ...
+
+
+def check_id(value: str | None, option: str) -> str | None:
+    """A user or guild id option, refused in one line when it could not be stored (the domain's rule)."""
+    from memory.owners.personality_fields import check_id as check
+
+    return check(value, option)
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A UTF-8 text file's content, or a CommandError saying why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CommandError(f"No such file: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path} is not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
+    except OSError as exc:
+        raise CommandError(f"Cannot read {path}: {exc.strerror}") from None
+
+
+def confirm(question: str, *, yes: bool) -> bool:
+    """True when `--yes` was given or the user answers y at the terminal; without a terminal to ask,
+    a CommandError naming `--yes` (a script must say so)."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise CommandError(f"{question} Pass --yes to confirm (there is no terminal to ask).")
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def progress(description: str) -> Callable[[int], Callable[[int], None]]:

@@ -110,9 +110,8 @@ class ProfileCommands(CommandPart):
         p = await managed_personality(interaction, personality)
 
         async def delete_it() -> str:
-            await self.runtime.personalities.delete(p.name, actor=user_id_of(interaction))
-            # The rows are gone (cascade); this drops the personality's points from the index.
-            await self.runtime.memory.reindex(personality_id=p.id)
+            runtime, actor = self.runtime, user_id_of(interaction)
+            await runtime.memory.delete_personality(runtime.personalities, p.name, actor=actor)
             await release_card_avatar(self.bot, p.avatar_url)
             return f"Deleted **{p.display_name}** and all of its memories and conversations."
 

@@ -24,7 +24,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
-from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, PromptPersona, build_context
+from memory.chat.prompt import (
+    BuiltContext,
+    CardParts,
+    ContextBudget,
+    HistoryMessage,
+    PromptPersona,
+    build_context,
+)
 from memory.chat.regenerate import ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Route, RoutingDirectory
@@ -77,6 +84,8 @@ class ChatService:
         context_share: float = 0.75,
         memory_context_share: float = 0.15,
         persona_context_share: float = 0.1,
+        lore_context_share: float = 0.15,
+        lore_scan_depth: int = 2,
         recall_limit: int = 5,
     ) -> None:
         self._sessionmaker = sessionmaker
@@ -88,6 +97,8 @@ class ChatService:
         self.context_share = context_share
         self.memory_context_share = memory_context_share
         self.persona_context_share = persona_context_share
+        self.lore_context_share = lore_context_share
+        self.lore_scan_depth = lore_scan_depth  # messages a lorebook's keys are looked for in, by default
         self.recall_limit = recall_limit
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
         # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
@@ -181,7 +192,7 @@ class ChatService:
             log.exception("Recall failed for personality %s", request.personality_id)
             return []
         # A memory of this very message's exchange (its reply being regenerated) is not recalled into it.
-        return [m.content for m in recalled if request.message_id not in m.source_message_ids]
+        return [m.text_with_context for m in recalled if request.message_id not in m.sources_with_context]
 
     async def build_prompt(
         self, prepared: PreparedReply, recall: asyncio.Task[list[str]] | None = None
@@ -195,6 +206,7 @@ class ChatService:
             share=self.context_share,
             memory_share=self.memory_context_share,
             persona_share=self.persona_context_share,
+            lore_share=self.lore_context_share,
             reply_tokens=cfg.max_tokens if cfg else 0,
         )
         async with self._sessionmaker() as session:
@@ -223,6 +235,14 @@ class ChatService:
             for m in reversed(rows)
         ] or [HistoryMessage(role="user", content=request.text, author_name=request.user_name)]
         memories = await recall if recall is not None else []
+        answered = personas.get(request.user_id)
+        card = CardParts.of(
+            prepared.personality.card,
+            display_name=prepared.personality.display_name,
+            recent=[m.content for m in history],
+            user=answered.name if answered is not None else request.user_name,
+            default_scan_depth=self.lore_scan_depth,
+        )
         return build_context(
             system_prompt=prepared.personality.system_prompt,
             user_name=request.user_name,
@@ -236,6 +256,7 @@ class ChatService:
             others=[
                 p for i, name in others.items() if (p := _prompt_persona(personas.get(i), name)) is not None
             ],
+            card=card,
         )
 
     # ------------------------------------------------------------------------ the reply

@@ -97,6 +97,10 @@ class MemoryFormation:
         # Batches summarized while one is written (memory.formation.pipeline); 0: one after the other.
         self.batches_ahead = AHEAD
 
+    @property
+    def store(self) -> MemoryStore:
+        return self._store
+
     async def form_pending(
         self,
         *,

@@ -14,6 +14,11 @@ answers the user line its `reply_to` names, else the nearest user line before it
 (the channel and guild the reply names; any, when it names none), and is filed in that line's venue.
 In a channel where several users talk at once, only `reply_to` says who was answered: without it,
 each reply goes to whoever spoke last.
+
+A chat that is the whole of a conversation as the user kept it (a SillyTavern chat, whose user may
+have kept another swipe of a reply since the last import) is imported with `replace_edited`: a stored
+reply to a user line whose replies in the file are others is replaced by them, and that exchange's
+memory is formed anew.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,9 +36,10 @@ from typing import IO, Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError
-from sqlalchemy import func, select, text
+from sqlalchemy import BigInteger, delete, func, literal, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from memory.conversations import (
     LoggedMessage,
@@ -43,12 +50,13 @@ from memory.conversations import (
     store_messages,
 )
 from memory.errors import InvalidInputError, UserFacingError
-from memory.formation.forming import FormationReport, MemoryFormation
+from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport, MemoryFormation
 from memory.llm import LLMUnavailableError
 from memory.owners.personality_fields import slugify
+from memory.recall.store import forget_rows
 from memory.tokens import count_tokens
-from memory.types import MemoryMode, MessageRole
-from models import Conversation, Message, Personality
+from memory.types import MemoryMode, MemoryState, MessageRole
+from models import Conversation, Memory, Message, Personality
 
 MAX_CONTENT_CHARS = 200_000
 # Lines are stored as they are read, so the size does not bound memory: it bounds how long one
@@ -256,6 +264,14 @@ class TranscriptLine(BaseModel):
     personality: ShortText = None
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line of a transcript that holds nothing to remember, and why."""
+
+    line_no: int
+    reason: str
+
+
 @dataclass
 class ImportReport:
     messages_read: int
@@ -276,17 +292,17 @@ def line_error(line_no: int, error: ValidationError) -> InvalidInputError:
 
 
 class Transcript:
-    """A JSONL transcript's messages, each line checked as it is read (iterate once); `skipped`
-    counts the blank and empty lines read so far."""
+    """A JSONL transcript's messages, each line checked as it is read (iterate once); `skipped` holds
+    the blank and empty lines read so far, with why."""
 
     def __init__(self, lines: Iterable[tuple[int, str]]) -> None:
         self._lines = lines
-        self.skipped = 0
+        self.skipped: list[SkippedLine] = []
 
     def __iter__(self) -> Iterator[TranscriptLine]:
         for line_no, raw in self._lines:
             if not raw.strip():
-                self.skipped += 1
+                self.skipped.append(SkippedLine(line_no, "blank"))
                 continue
             record = json_object(line_no, raw)
             if "persona" in record and "role" not in record:
@@ -297,7 +313,7 @@ class Transcript:
             except ValidationError as exc:
                 raise line_error(line_no, exc) from None
             if not line.content.strip():
-                self.skipped += 1
+                self.skipped.append(SkippedLine(line_no, "empty content"))
                 continue
             yield line
 
@@ -309,6 +325,12 @@ def open_transcript(path: Path) -> Transcript:
 
 def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
     """Check every line of a transcript's text; the messages and how many lines were skipped."""
+    lines, skipped = parse_transcript_lines(text)
+    return lines, len(skipped)
+
+
+def parse_transcript_lines(text: str) -> tuple[list[TranscriptLine], list[SkippedLine]]:
+    """Check every line of a transcript's text; the messages and the lines skipped, with why."""
     transcript = Transcript(jsonl_lines(text))
     return list(transcript), transcript.skipped
 
@@ -316,7 +338,7 @@ def parse_transcript(text: str) -> tuple[list[TranscriptLine], int]:
 def read_transcript(path: Path) -> tuple[list[TranscriptLine], int]:
     """Read and check a whole transcript file (see parse_transcript); refused unread when too large."""
     transcript = open_transcript(path)
-    return list(transcript), transcript.skipped
+    return list(transcript), len(transcript.skipped)
 
 
 # ---------------------------------------------------------------------------------------- import
@@ -341,13 +363,18 @@ class TranscriptImporter:
         skipped_lines: int = 0,
         mode: MemoryMode | None = None,
         progress: ProgressFactory | None = None,
+        replace_edited: bool = False,
     ) -> ImportReport:
         """Store the lines as messages (atomically, a batch at a time), then form their exchanges'
         memories. `personality_id` (its messages' author `personality_user_id`) takes every line;
-        without it, each line goes to the personality it names."""
+        without it, each line goes to the personality it names.
+
+        replace_edited: the lines are the whole conversation as its user kept it (see the module
+        docstring), so a stored reply they no longer hold is replaced by the one they do; they are
+        stored as one batch, every reply to a line beside it."""
         read = new = 0
         async with self._sessionmaker.begin() as session:
-            filing = _Filing(session, default_user_id)
+            filing = _Filing(session, default_user_id, replace_edited=replace_edited)
             if personality_id is not None:
                 if personality_user_id is None:
                     name = await session.scalar(
@@ -356,15 +383,16 @@ class TranscriptImporter:
                     personality_user_id = f"personality:{name}"
                 filing.import_all_into(personality_id, personality_user_id)
             batches = iter(lines)
-            while batch := list(islice(batches, BATCH_LINES)):
+            while batch := list(islice(batches, None if replace_edited else BATCH_LINES)):
                 read += len(batch)
                 new += await filing.store(batch)
             conversation_ids = filing.conversation_ids
             expected = await _exchanges_to_form(session, conversation_ids) if new else 0
+        await self._memory.store.drop_points(filing.forgotten)
         if new >= ANALYZE_AFTER:
             await self._analyze_log()
         if isinstance(lines, Transcript):  # its skipped lines are known once it is read
-            skipped_lines += lines.skipped
+            skipped_lines += len(lines.skipped)
         report = FormationReport()
         step = progress(expected) if progress is not None and new else None
         try:
@@ -446,8 +474,10 @@ class _Filing:
     conversation, its latest user line), never the lines: the user line a reply names is read back
     from the log when it is not in the batch."""
 
-    def __init__(self, session: AsyncSession, default_user_id: str | None) -> None:
+    def __init__(self, session: AsyncSession, default_user_id: str | None, *, replace_edited: bool) -> None:
         self._session = session
+        self._replace_edited = replace_edited
+        self.forgotten: list[uuid.UUID] = []  # memories of replaced replies, to drop from the index
         self._default_user_id = default_user_id
         self._everything_into: _Personality | None = None
         self._named: dict[str, _Personality] = {}  # by the name lines give
@@ -532,6 +562,9 @@ class _Filing:
             )
         new = 0
         for conversation_id, numbered in by_conversation.items():
+            if self._replace_edited:
+                messages = [m for _, m in numbered]
+                self.forgotten += await _replace_edited_replies(self._session, conversation_id, messages)
             try:
                 new += await store_messages(
                     self._session, conversation_id, [m for _, m in numbered], exact=True
@@ -636,3 +669,53 @@ class _Filing:
         if key not in self._conversations:
             self._conversations[key] = await ensure_conversation(self._session, personality_id, venue)
         return self._conversations[key]
+
+
+async def _replace_edited_replies(
+    session: AsyncSession, conversation_id: int, messages: list[LoggedMessage]
+) -> list[uuid.UUID]:
+    """Delete the stored replies to the chat's user lines that the chat no longer holds (another swipe
+    was kept), forget their exchanges' memories and make those exchanges pending again, under the
+    conversation's formation claim; the ids of the memories forgotten, for the index."""
+    kept: dict[str, set[str]] = {}  # a user line's id -> the ids of the chat's replies to it
+    for message in messages:
+        if message.role is MessageRole.ASSISTANT and message.reply_to is not None:
+            kept.setdefault(message.reply_to, set()).add(message.external_id)
+    if not kept:
+        return []
+    answered = aliased(Message)
+    stored = await session.execute(
+        select(Message.id, Message.external_id, answered.external_id)
+        .join(answered, Message.reply_to_id == answered.id)
+        .where(Message.conversation_id == conversation_id, answered.external_id.in_(sorted(kept)))
+    )
+    replaced = [(row_id, reply, user) for row_id, reply, user in stored if reply not in kept[user]]
+    if not replaced:
+        return []
+    # Wait for a pass forming these exchanges, and keep any other out until this is committed.
+    await session.execute(
+        select(func.pg_advisory_xact_lock(literal(CLAIM_LOCK_SPACE + conversation_id, BigInteger)))
+    )
+    gone = sorted(reply for _, reply, _ in replaced)
+    involved = sorted({user for _, _, user in replaced} | set(gone))
+    of_exchanges = (Memory.conversation_id == conversation_id, Memory.source_message_ids.overlap(involved))
+    sources = (
+        await session.scalars(
+            select(func.unnest(Memory.source_message_ids)).where(
+                *of_exchanges, Memory.state != MemoryState.DELETED.value
+            )
+        )
+    ).all()
+    forgotten = await forget_rows(session, *of_exchanges, tombstone=False)
+    await session.execute(delete(Message).where(Message.id.in_([row_id for row_id, _, _ in replaced])))
+    pending = sorted((set(sources) | set(involved)) - set(gone))
+    await session.execute(
+        update(Message)
+        .where(
+            Message.conversation_id == conversation_id,
+            Message.external_id.in_(pending),
+            Message.memory_excluded.is_(None),
+        )
+        .values(memory_processed_at=None)
+    )
+    return forgotten

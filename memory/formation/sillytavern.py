@@ -29,6 +29,7 @@ from memory.errors import InvalidInputError
 from memory.formation.importer import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
+    SkippedLine,
     TranscriptLine,
     json_object,
     jsonl_lines,
@@ -47,9 +48,13 @@ _METADATA_KEYS = ("user_name", "character_name", "create_date", "chat_metadata")
 @dataclass(frozen=True)
 class SillyTavernChat:
     lines: list[TranscriptLine]
-    skipped: int  # blank, empty, system and narrator lines
+    skipped_lines: list[SkippedLine]  # blank, empty, system and narrator lines, with why
     character_name: str | None
     user_name: str | None
+
+    @property
+    def skipped(self) -> int:
+        return len(self.skipped_lines)
 
 
 def _from_epoch(value: float) -> datetime | None:
@@ -106,17 +111,25 @@ def _is_narration(record: dict[str, Any]) -> bool:
     return bool(record.get("is_system")) or (isinstance(extra, dict) and extra.get("type") == "narrator")
 
 
+def _skip_reason(record: dict[str, Any]) -> str:
+    if record.get("is_system"):
+        return "a system or hidden message"
+    if _is_narration(record):
+        return "a narrator's line"
+    return "an empty message"
+
+
 def parse_sillytavern(text: str) -> SillyTavernChat:
     """Validate every line of a SillyTavern chat; InvalidInputError names the first bad one."""
     lines: list[TranscriptLine] = []
-    skipped = 0
+    skipped: list[SkippedLine] = []
     metadata: dict[str, Any] = {}
     seen: Counter[str] = Counter()
     previous: datetime | None = None
     first = True
     for line_no, raw in jsonl_lines(text):  # not splitlines(): JSON.stringify leaves U+2028 raw
         if not raw.strip():
-            skipped += 1
+            skipped.append(SkippedLine(line_no, "blank"))
             continue
         record = json_object(line_no, raw)
         if first:
@@ -140,7 +153,7 @@ def parse_sillytavern(text: str) -> SillyTavernChat:
         if not isinstance(is_user, bool):
             raise InvalidInputError(f"line {line_no}: 'is_user' must be true or false")
         if _is_narration(record) or not mes.strip():
-            skipped += 1
+            skipped.append(SkippedLine(line_no, _skip_reason(record)))
             continue
         sent = parse_send_date(record.get("send_date")) or previous
         previous = sent
@@ -173,7 +186,7 @@ def parse_sillytavern(text: str) -> SillyTavernChat:
         lines.append(line)
     return SillyTavernChat(
         lines=lines,
-        skipped=skipped,
+        skipped_lines=skipped,
         character_name=_name(metadata.get("character_name")),
         user_name=_name(metadata.get("user_name")),
     )

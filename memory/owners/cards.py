@@ -1,10 +1,14 @@
-"""Character cards (V2 and V3, as JSON or PNG): read one into a new personality, write one back out.
+"""Character cards (V1, V2 and V3, as JSON or PNG): read one into a new personality, say what of it is
+used, write it back out.
 
 A card is input from strangers. The file is bounded (MAX_CARD_FILE_BYTES), every text field
 (MAX_CARD_TEXT), every list (MAX_CARD_LIST) and the nesting of the free-form parts (extensions,
-lorebook); wrong types and broken files are refused with one line naming the problem, before anything
-is stored. The personality's system prompt is composed from the card (card_prompt.py); the card's own
-fields are kept in `personalities.card`, so `export` writes the card back as it came.
+lorebook, fields of later versions); wrong types and broken files are refused with one line naming
+the problem, before anything is stored. The personality's system prompt is composed from the card
+(card_prompt.py); every field the card came with is kept in `personalities.card`, so `export` writes
+the card back as it came, a V3 card as V3 (JSON, or a PNG with `ccv3` and `chara` chunks, as
+SillyTavern writes them). What a chat takes from the card besides the prompt (greetings, lorebook,
+post-history instructions, depth prompt) is read from there: card_prompt.card_chat, lore.py.
 """
 
 from __future__ import annotations
@@ -17,14 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from memory.conversations import storable_text
 from memory.errors import InvalidInputError
-from memory.owners.card_png import MAX_CARD_JSON_BYTES, card_text_from_png, is_png
-from memory.owners.card_prompt import ComposedPrompt, compose_prompt
+from memory.owners.card_png import (
+    MAX_CARD_JSON_BYTES,
+    card_text_from_png,
+    is_png,
+    plain_picture,
+    png_with_cards,
+)
+from memory.owners.card_prompt import ComposedPrompt, card_chat, compose_prompt
+from memory.owners.lore import read_lorebook, unsupported_features
 from memory.owners.personality_fields import slugify, validate_avatar_url
+from memory.types import MemoryMode
 
 if TYPE_CHECKING:
     from memory.owners.personalities import PersonalityService
@@ -82,15 +94,43 @@ def _json_object(value: Any) -> dict[str, Any] | None:
     return _storable_json(value)  # type: ignore[no-any-return]
 
 
+def _timestamp(value: Any) -> int | float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("card_type", "must be a number (seconds since 1970)")
+    return value
+
+
 Text = Annotated[str, BeforeValidator(_text(MAX_CARD_TEXT))]
 ShortText = Annotated[str, BeforeValidator(_text(MAX_CARD_SHORT_TEXT))]
 JsonObject = Annotated[dict[str, Any] | None, BeforeValidator(_json_object)]
+Timestamp = Annotated[int | float | None, BeforeValidator(_timestamp)]
+# The fields every V2 card has (the spec makes them required): an export always writes them.
+V2_FIELDS = (
+    "name",
+    "description",
+    "personality",
+    "scenario",
+    "first_mes",
+    "mes_example",
+    "creator_notes",
+    "system_prompt",
+    "post_history_instructions",
+    "alternate_greetings",
+    "tags",
+    "creator",
+    "character_version",
+    "extensions",
+)
 
 
 class CardFields(BaseModel):
-    """A card's `data` (V1: the card itself); fields of other specs or versions are ignored."""
+    """A card's `data` (V1: the card itself). Fields this version of the specs does not name (a later
+    version's) are kept as they came, as the V3 specification allows, so they export back."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="allow")
+    __pydantic_extra__: dict[str, Annotated[Any, BeforeValidator(_storable_json)]]
 
     name: ShortText = ""
     description: Text = ""
@@ -110,11 +150,21 @@ class CardFields(BaseModel):
     group_only_greetings: Annotated[list[Text], BeforeValidator(_list)] = []
     character_book: JsonObject = None
     extensions: JsonObject = None
+    assets: Annotated[list[JsonObject], BeforeValidator(_list)] = []
+    source: Annotated[list[Text], BeforeValidator(_list)] = []
+    creator_notes_multilingual: JsonObject = None
+    creation_date: Timestamp = None
+    modification_date: Timestamp = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_keys(cls, data: Any) -> Any:
+        """Field names PostgreSQL's jsonb takes (a key of a later version's field may hold anything)."""
+        return {storable_text(str(k)): v for k, v in data.items()} if isinstance(data, dict) else data
 
     def stored(self, spec: str) -> dict[str, Any]:
-        """What `personalities.card` keeps: every field set but the name (a column of its own)."""
-        kept = self.model_dump(exclude={"name"})
-        return {"spec": spec, **{k: v for k, v in kept.items() if v not in ("", [], {}, None)}}
+        """What `personalities.card` keeps: every field the card came with but the name (a column)."""
+        return {"spec": spec, **self.model_dump(exclude={"name"}, exclude_unset=True)}
 
 
 @dataclass(frozen=True)
@@ -136,6 +186,7 @@ class ParsedCard:
 class CardImport:
     personality: Personality
     prompt: ComposedPrompt
+    report: CardReport
 
 
 def _validation_error(error: ValidationError, prefix: str) -> InvalidInputError:
@@ -192,30 +243,41 @@ def _avatar_url(card: dict[str, Any], data: dict[str, Any]) -> str | None:
     return None
 
 
+def _card_body(card: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """(spec, the card's fields, where they are) of a card's JSON object."""
+    spec = card.get("spec")
+    if spec in (V2, V3):
+        body = card.get("data")
+        if not isinstance(body, dict):
+            raise InvalidInputError(f"The card's `data` must be a JSON object (spec {spec}).")
+        # Some writers leave V1's top-level fields beside an empty or partial `data`: what `data`
+        # lacks (or has empty) comes from them, as SillyTavern reads such a card.
+        fallback = {k: card[k] for k in CardFields.model_fields if k in card and _empty(body.get(k))}
+        return str(spec), {**body, **fallback}, "data"
+    if spec is None and "name" in card:
+        return V1, card, ""
+    shown = repr(spec)[:40] if spec is not None else "none"
+    raise InvalidInputError(f"Not a character card V2 or V3 (its spec is {shown}).")
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value in ("", [], {})
+
+
 def parse_card(data: bytes) -> ParsedCard:
     """Read a card from a JSON or PNG file's bytes; InvalidInputError names what is wrong with it."""
     if len(data) > MAX_CARD_FILE_BYTES:
         raise InvalidInputError(f"The card file is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
     image = data if is_png(data) else None
     card = _load_json(_decode_chunk_text(card_text_from_png(data)) if image else data)
-    spec = card.get("spec")
-    if spec in (V2, V3):
-        body = card.get("data")
-        if not isinstance(body, dict):
-            raise InvalidInputError(f"The card's `data` must be a JSON object (spec {spec}).")
-        prefix = "data"
-    elif spec is None and "name" in card:
-        spec, body, prefix = V1, card, ""
-    else:
-        shown = repr(spec)[:40] if spec is not None else "none"
-        raise InvalidInputError(f"Not a character card V2 or V3 (its spec is {shown}).")
+    spec, body, prefix = _card_body(card)
     try:
         fields = CardFields.model_validate(body)
     except ValidationError as exc:
         raise _validation_error(exc, prefix) from None
     if not fields.name.strip():
         raise InvalidInputError("The card has no name.")
-    return ParsedCard(spec=str(spec), fields=fields, avatar_url=_avatar_url(card, body), image=image)
+    return ParsedCard(spec=spec, fields=fields, avatar_url=_avatar_url(card, body), image=image)
 
 
 def read_card_file(path: Path) -> ParsedCard:
@@ -242,13 +304,16 @@ async def create_from_card(
     owner_id: str | None = None,
     by_operator: bool,
     avatar_url: str | None = None,
+    memory_mode: MemoryMode | str = MemoryMode.VERBATIM,
+    display_name: str | None = None,
 ) -> CardImport:
     """A new personality from the card, named `name` or after the card; a taken name is refused.
 
     The operator (the CLI) creates as `personality create` does; a user creates as /personality
-    create does, within its rules (who may create, how many each owns).
+    create does, within its rules (who may create, how many each owns). `display_name`: shown instead
+    of the card's name (a second copy of a card cannot read like the first).
     """
-    display = card.fields.name.strip()
+    display = (display_name or card.fields.name).strip()
     slug = slugify(name if name is not None else display)
     if not slug:
         source = f"The name {name!r}" if name is not None else f"The card's name {display!r}"
@@ -263,9 +328,13 @@ async def create_from_card(
             owner_id=owner_id,
             avatar_url=avatar_url,
             card=stored,
+            memory_mode=memory_mode,
         )
         if not created:
-            raise InvalidInputError(f"A personality named {slug!r} already exists; pick another name.")
+            raise InvalidInputError(
+                f"A personality named {slug!r} already exists; import the card under another name with "
+                "--name NAME."
+            )
     else:
         if owner_id is None:
             raise InvalidInputError("A user's import needs its owner.")
@@ -277,19 +346,23 @@ async def create_from_card(
             avatar_url=avatar_url,
             card=stored,
         )
-    return CardImport(personality, prompt)
+    return CardImport(personality, prompt, card_report(card, prompt))
 
 
 def export_card(personality: Personality) -> dict[str, Any]:
-    """The personality as a Character Card V2 that `import` reads back into the same personality.
+    """The personality as a character card that `import` reads back into the same personality: V3 if
+    it came from a V3 card, else V2; every field the card came with is written back.
 
     The card's own fields are written as they came when the personality's prompt is still the one
     they compose; once the prompt was edited (or for a personality that never had a card), the prompt
     is the card's system prompt and the fields it was composed from are left out, being in it.
     """
-    stored = {k: v for k, v in (personality.card or {}).items() if k != "spec"}
-    fields = CardFields.model_validate({**stored, "name": personality.display_name})
-    data = fields.model_dump()
+    came = {k: v for k, v in (personality.card or {}).items() if k != "spec"}
+    spec = V3 if (personality.card or {}).get("spec") == V3 else V2
+    fields = CardFields.model_validate({**came, "name": personality.display_name})
+    everything = fields.model_dump()
+    written = [*V2_FIELDS, *came, *(["group_only_greetings"] if spec == V3 else [])]
+    data = {k: everything[k] for k in dict.fromkeys(written) if everything.get(k) is not None}
     try:
         unchanged = compose_prompt(fields, personality.display_name).text == personality.system_prompt
     except InvalidInputError:
@@ -297,11 +370,126 @@ def export_card(personality: Personality) -> dict[str, Any]:
     if not unchanged:
         blank = dict.fromkeys(("description", "personality", "scenario", "mes_example"), "")
         data |= blank | {"system_prompt": personality.system_prompt}
-    data["extensions"] = data["extensions"] or {}
-    for optional in ("character_book", "nickname", "group_only_greetings"):
-        if not data[optional]:
-            del data[optional]
-    card: dict[str, Any] = {"spec": V2, "spec_version": "2.0", "data": data}
+    data["extensions"] = data.get("extensions") or {}
+    card: dict[str, Any] = {"spec": spec, "spec_version": "3.0" if spec == V3 else "2.0", "data": data}
     if personality.avatar_url:
         card["avatar"] = personality.avatar_url  # where SillyTavern's JSON cards keep it
     return card
+
+
+def _chunk_text(card: dict[str, Any]) -> str:
+    text = json.dumps(card, ensure_ascii=False, separators=(",", ":"))
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def export_png(personality: Personality, picture: bytes | None = None) -> bytes:
+    """The card in a PNG as SillyTavern writes one: the V2 card in a `chara` chunk for older readers,
+    the same card as V3 in a `ccv3` chunk, in `picture` (a plain one when None)."""
+    card = export_card(personality)
+    as_v2 = {**card, "spec": V2, "spec_version": "2.0"}
+    as_v3 = {**card, "spec": V3, "spec_version": "3.0"}
+    as_v3["data"] = {"group_only_greetings": [], **card["data"]}
+    try:
+        return png_with_cards(
+            picture or plain_picture(), [("chara", _chunk_text(as_v2)), ("ccv3", _chunk_text(as_v3))]
+        )
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"The picture is not a PNG the card can go in: {exc}") from None
+
+
+# ----------------------------------------------------------------------------------- the import report
+
+# The fields a card may bring that never reach the model (the specs keep them from it, or they serve
+# a front-end): kept, and exported back.
+_FOR_PEOPLE = {
+    "creator_notes": "creator notes",
+    "creator_notes_multilingual": "translated creator notes",
+    "tags": "tags",
+    "creator": "creator",
+    "character_version": "character version",
+    "group_only_greetings": "group-only greetings",
+    "source": "source",
+    "creation_date": "creation date",
+    "modification_date": "modification date",
+}
+# Assets whose data lives outside the card's JSON (in a CHARX archive or extra PNG chunks).
+_EMBEDDED = ("embeded://", "embedded://", "__asset:")
+
+
+@dataclass(frozen=True)
+class CardReport:
+    """What an import uses, what it keeps only to export it back, and what it could not keep."""
+
+    used: list[str]
+    unused: list[str]
+    not_kept: list[str]
+
+    def lines(self) -> list[str]:
+        """The report as a few short lines, for the CLI and Discord."""
+        lines = [f"uses:     {', '.join(self.used)}"]
+        if self.unused:
+            lines.append(f"not used: {', '.join(self.unused)} (kept; exported back)")
+        if self.not_kept:
+            lines.append(f"not kept: {', '.join(self.not_kept)}")
+        return lines
+
+
+def _plural(count: int, word: str, words: str | None = None) -> str:
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
+def card_report(card: ParsedCard, prompt: ComposedPrompt) -> CardReport:
+    """What of the card the personality uses, and what it does not (CardReport)."""
+    f = card.fields
+    used = [
+        label
+        for field, label in (
+            ("system_prompt", "system prompt"),
+            ("description", "description"),
+            ("personality", "personality"),
+            ("scenario", "scenario"),
+        )
+        if getattr(f, field).strip()
+    ]
+    if prompt.examples:
+        used.append(
+            f"{prompt.examples_kept} of {_plural(prompt.examples, 'example dialogue')}"
+            if prompt.examples_left_out
+            else _plural(prompt.examples, "example dialogue")
+        )
+    chat = card_chat(f.model_dump(), f.name)
+    if chat.greetings:
+        used.append(
+            "greeting"
+            + (f" (+{_plural(len(chat.greetings) - 1, 'alternate')})" if len(chat.greetings) > 1 else "")
+        )
+    book = read_lorebook({"character_book": f.character_book})
+    unused = [label for field, label in _FOR_PEOPLE.items() if not _empty(getattr(f, field))]
+    if book.entries:
+        disabled = sum(not e.enabled for e in book.entries)
+        used.append(
+            f"lorebook ({_plural(len(book.entries), 'entry', 'entries')}"
+            + (f", {disabled} disabled)" if disabled else ")")
+        )
+        unused += [f"lorebook {feature}" for feature in unsupported_features(f.model_dump())]
+    if chat.post_history_instructions.strip():
+        used.append("post-history instructions")
+    if chat.depth_prompt is not None:
+        used.append(f"depth prompt (depth {chat.depth_prompt.depth})")
+    if f.nickname.strip():
+        used.append(f"nickname {f.nickname.strip()!r}")
+    others = sorted(k for k in (f.extensions or {}) if k != "depth_prompt")
+    if others:
+        unused.append("extensions " + ", ".join(others))
+    extras = sorted(f.model_extra or {})
+    if extras:
+        unused.append("other fields " + ", ".join(extras))
+    not_kept = [
+        f"asset {a.get('type', '?')}/{a.get('name', '?')} ({str(a.get('uri'))[:60]}): its file is not stored"
+        for a in f.assets
+        if isinstance(a, dict) and str(a.get("uri", "")).startswith(_EMBEDDED)
+    ]
+    kept_assets = len(f.assets) - len(not_kept)
+    if kept_assets:
+        unused.append(_plural(kept_assets, "asset link"))
+    return CardReport(used=used or ["the default prompt"], unused=unused, not_kept=not_kept)

@@ -14,6 +14,10 @@ from memory.owners.personality_fields import ModelValidator, validate_litellm_mo
 from models import LLMConfig
 
 MAX_CONFIG_NAME_LENGTH = 100
+MAX_API_BASE_LENGTH = 500
+# Far above any model's (tokens) and any sane wait (seconds), and within the integer columns.
+MAX_TOKENS_SETTING = 10_000_000
+MAX_TIMEOUT_SECONDS = 3600.0
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 
 
@@ -54,8 +58,12 @@ class LLMConfigService:
         if not name or len(name) > MAX_CONFIG_NAME_LENGTH or any(c.isspace() for c in name):
             raise InvalidInputError(f"A config name is 1 to {MAX_CONFIG_NAME_LENGTH} characters, no spaces.")
         self._validate_model(model)
-        if api_base is not None and not re.match(r"^https?://\S+$", api_base):
-            raise InvalidInputError(f"The api base {api_base!r} must be an http(s):// URL.")
+        if api_base is not None and (
+            not re.match(r"^https?://\S+$", api_base) or len(api_base) > MAX_API_BASE_LENGTH
+        ):
+            raise InvalidInputError(
+                f"The api base must be an http(s):// URL of at most {MAX_API_BASE_LENGTH} characters."
+            )
         if api_key_env is not None and not _ENV_NAME.match(api_key_env):
             raise InvalidInputError(
                 f"{api_key_env!r} is not an environment variable name (e.g. OPENROUTER_API_KEY); "
@@ -63,8 +71,11 @@ class LLMConfigService:
             )
         if not 0 <= temperature <= 2:
             raise InvalidInputError("The temperature must be between 0 and 2.")
-        if max_tokens <= 0 or timeout <= 0 or (context_window is not None and context_window <= 0):
-            raise InvalidInputError("max tokens, timeout and context window must be positive.")
+        tokens = [max_tokens] if context_window is None else [max_tokens, context_window]
+        if not all(0 < n <= MAX_TOKENS_SETTING for n in tokens):
+            raise InvalidInputError(f"Max tokens and the context window must be 1 to {MAX_TOKENS_SETTING:,}.")
+        if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
+            raise InvalidInputError(f"The timeout must be over 0 and at most {MAX_TIMEOUT_SECONDS:.0f} s.")
         config = LLMConfig(
             name=name,
             model=model,

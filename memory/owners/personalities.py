@@ -24,7 +24,10 @@ from memory.owners.personality_fields import (
     ModelChoice,
     ModelValidator,
     check_display_name,
+    check_id,
     check_prompt,
+    check_webhook_name,
+    look_alike,
     name_taken,
     parse_memory_mode,
     slugify,
@@ -98,6 +101,57 @@ class PersonalityService(PersonalityPermissions):
         choices = ", ".join(allowed) or "nothing yet (ask an admin)"
         raise PermissionDeniedError(f"{value!r} is not allowed here. Use one of: {choices}.")
 
+    async def choose_model(self, *, model: str | None, llm_config: str | None) -> ModelChoice | None:
+        """The operator's choice, kept apart as the command line's options are: `model` a litellm model
+        string (or "default"), `llm_config` an LLM config's name; None when neither is given.
+
+        A model string litellm cannot route is refused, and so is an LLM config's name given as a
+        model (it would fail at the first reply): the error names `--llm-config`.
+        """
+        if model is not None and llm_config is not None:
+            raise InvalidInputError("Give a model or an LLM config, not both.")
+        async with self._sessionmaker() as session:
+            config_names = (await session.scalars(select(LLMConfig.name).order_by(LLMConfig.name))).all()
+        if llm_config is not None:
+            config = await self._llm_config(llm_config.strip())
+            if config is None:
+                known = ", ".join(config_names) or "none yet (`personae llm-config add`)"
+                raise NotFoundError(f"No LLM config named {llm_config!r}; the LLM configs are: {known}.")
+            return ModelChoice(config.id, None)
+        if model is None:
+            return None
+        model = model.strip()
+        if model.lower() in DEFAULT_MODEL_WORDS:
+            return ModelChoice(None, None)
+        if model in config_names:
+            raise InvalidInputError(
+                f"{model!r} is an LLM config, not a model string: choose it with --llm-config {model}."
+            )
+        self._validate_model(model)
+        return ModelChoice(None, model)
+
+    async def _llm_config(self, name: str) -> LLMConfig | None:
+        async with self._sessionmaker() as session:
+            return await session.scalar(select(LLMConfig).where(LLMConfig.name == name))
+
+    async def _check_reads_apart(self, names: list[str], *, other_than: int | None = None) -> None:
+        """Refuse names that read like another personality's name or display name (see `look_alike`):
+        `Lіlith` with a Cyrillic `і` beside Lilith would let one pass for the other."""
+        query = select(Personality.name, Personality.display_name)
+        if other_than is not None:
+            query = query.where(Personality.id != other_than)
+        async with self._sessionmaker() as session:
+            rows = (await session.execute(query)).all()
+        whose = {written: (name, display) for name, display in rows for written in (name, display)}
+        found = look_alike(names, whose)
+        if found is not None:
+            candidate, existing = found
+            name, display = whose[existing]
+            raise InvalidInputError(
+                f"{candidate!r} reads like the existing personality {display!r} (`{name}`): pick a name "
+                "that looks different."
+            )
+
     async def create(
         self,
         name: str,
@@ -111,18 +165,26 @@ class PersonalityService(PersonalityPermissions):
         llm_config_id: int | None = None,
         card: dict[str, Any] | None = None,
     ) -> tuple[Personality, bool]:
-        """Create a personality; an existing one of that name is returned unchanged with False."""
+        """Create a personality; an existing one of that name is returned unchanged with False.
+
+        Every field is checked first: a model string litellm can route, an owner id that fits, a
+        display name Discord lets a webhook post under, and a name that reads apart from the others'.
+        """
         slug = slugify(name)
         if not slug:
             raise InvalidInputError(f"{name!r} has no letters or digits to make a name from.")
-        display = (display_name or name).strip()[:MAX_DISPLAY_NAME_LENGTH] or slug
+        display = check_webhook_name((display_name or name).strip()[:MAX_DISPLAY_NAME_LENGTH] or slug)
         system_prompt = prompt if prompt is not None else DEFAULT_PROMPT.format(display_name=display)
         check_prompt(system_prompt)
         mode = parse_memory_mode(str(memory_mode))
         avatar = validate_avatar_url(avatar_url)
+        check_id(owner_id, "The owner id")
+        if model is not None:
+            self._validate_model(model)
         existing = await self.find(slug)
         if existing is not None:
             return existing, False
+        await self._check_reads_apart([slug, display])
         personality = Personality(
             name=slug,
             display_name=display,
@@ -230,18 +292,6 @@ class PersonalityService(PersonalityPermissions):
             rows = (await session.execute(query.order_by(Personality.name).limit(limit))).all()
         return [(n, d) for n, d in rows]
 
-    async def _update(self, name: str, actor: str | None, **values: object) -> Personality:
-        personality = await self.get(name)
-        self.require_manager(personality, actor)
-        async with self._sessionmaker.begin() as session:
-            row = await session.get(Personality, personality.id, with_for_update=True)
-            if row is None:
-                raise NotFoundError(f"No personality named {name!r}.")
-            for key, value in values.items():
-                setattr(row, key, value)
-        self._changed()
-        return await self.get_detailed(personality.name)
-
     async def edit(
         self,
         name: str,
@@ -249,26 +299,53 @@ class PersonalityService(PersonalityPermissions):
         actor: str | None,
         display_name: str | None = None,
         prompt: str | None = None,
-        model: str | None = None,
+        model: str | ModelChoice | None = None,
         avatar_url: str | None = None,
+        memory: bool | None = None,
+        memory_mode: MemoryMode | str | None = None,
+        summarizer_model: str | ModelChoice | None = None,
+        summarizer_prompt: str | None = None,
     ) -> Personality:
-        """Change what was given; None leaves a field as it is ("default" resets the model)."""
+        """Change what was given, every field checked before any is written, in one transaction; None
+        leaves a field as it is. A model given as text is an LLM config's name or an allowed model
+        string, or "default" for the deployment's (`resolve_model`, as the slash commands take it); a
+        ModelChoice is one already made (`choose_model`). An empty avatar removes it; an empty
+        summarizer prompt goes back to the default."""
         personality = await self.get(name)
         self.require_manager(personality, actor)
         values: dict[str, object] = {}
         if display_name is not None:
-            values["display_name"] = check_display_name(display_name)
+            display = check_display_name(display_name)
+            await self._check_reads_apart([display], other_than=personality.id)
+            values["display_name"] = display
         if prompt is not None:
             values["system_prompt"] = check_prompt(prompt, required=True)
-        if model is not None:
-            choice = await self.resolve_model(model, actor)
-            values["chat_llm_config_id"] = choice.llm_config_id
-            values["chat_model"] = choice.model
+        for role, chosen in (("chat", model), ("summarizer", summarizer_model)):
+            if chosen is not None:
+                if isinstance(chosen, str):
+                    chosen = await self.resolve_model(chosen, actor)
+                values[f"{role}_llm_config_id"] = chosen.llm_config_id
+                values[f"{role}_model"] = chosen.model
         if avatar_url is not None:
             values["avatar_url"] = validate_avatar_url(avatar_url)
-        if not values:
+        if memory is not None:
+            values["memory_enabled"] = memory
+        if memory_mode is not None:
+            values["memory_mode"] = parse_memory_mode(str(memory_mode)).value
+        if summarizer_prompt is not None:
+            check_prompt(summarizer_prompt.strip(), MAX_SUMMARIZER_PROMPT_LENGTH)
+        if not values and summarizer_prompt is None:
             raise InvalidInputError("Nothing to change: give at least one field to edit.")
-        return await self._update(name, actor, **values)
+        async with self._sessionmaker.begin() as session:
+            row = await session.get(Personality, personality.id, with_for_update=True)
+            if row is None:
+                raise NotFoundError(f"No personality named {name!r}.")
+            for key, value in values.items():
+                setattr(row, key, value)
+            if summarizer_prompt is not None:
+                await store_summarizer_prompt(session, row, summarizer_prompt.strip())
+        self._changed()
+        return await self.get_detailed(personality.name)
 
     async def delete(self, name: str, *, actor: str | None) -> Personality:
         """Delete the personality, its conversations and memories (the index is cleaned by the caller)."""
@@ -294,16 +371,11 @@ class PersonalityService(PersonalityPermissions):
         else:
             new_mode = MemoryMode.VERBATIM
         previous = MemoryMode((await self.get(name)).memory_mode)
-        return await self._update(name, actor, memory_mode=new_mode.value), previous
+        return await self.edit(name, actor=actor, memory_mode=new_mode), previous
 
     async def set_summarizer_model(self, name: str, *, actor: str | None, model: str | None) -> Personality:
         """An LLM config by name, an allowed model string, or "default" for the deployment's."""
-        personality = await self.get(name)
-        self.require_manager(personality, actor)
-        choice = await self.resolve_model(model, actor)
-        return await self._update(
-            name, actor, summarizer_llm_config_id=choice.llm_config_id, summarizer_model=choice.model
-        )
+        return await self.edit(name, actor=actor, summarizer_model=model or "default")
 
     async def summarizer_prompt(self, name: str) -> str | None:
         """The personality's own summarizer prompt, None when it uses the default."""
@@ -312,13 +384,4 @@ class PersonalityService(PersonalityPermissions):
 
     async def set_summarizer_prompt(self, name: str, *, actor: str | None, prompt: str) -> Personality:
         """Store the personality's summarizer prompt; an empty one goes back to the default."""
-        personality = await self.get(name)
-        self.require_manager(personality, actor)
-        text = prompt.strip()
-        check_prompt(text, MAX_SUMMARIZER_PROMPT_LENGTH)
-        async with self._sessionmaker.begin() as session:
-            row = await session.get(Personality, personality.id, with_for_update=True)
-            assert row is not None
-            await store_summarizer_prompt(session, row, text)
-        self._changed()
-        return await self.get_detailed(name)
+        return await self.edit(name, actor=actor, summarizer_prompt=prompt)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from memory.errors import InvalidInputError
 from memory.types import MemoryMode
 
-MAX_NAME_LENGTH = 64
+# A personality's own messages are logged as authored by `personality:NAME`, in a column of 64.
+MAX_NAME_LENGTH = 64 - len("personality:")
 MAX_DISPLAY_NAME_LENGTH = 80
 # One limit for a personality's system prompt, in the service and on the slash options that carry it
 # (/personality create and edit). Discord decides it: a slash-command string option holds at most
@@ -24,6 +25,14 @@ MAX_PROMPT_LENGTH = 6000
 # A Discord modal text input holds at most 4000 characters; the summarizer prompt is edited in one.
 MAX_SUMMARIZER_PROMPT_LENGTH = 4000
 MAX_AVATAR_URL_LENGTH = 500
+# A model string as the personality and LLM config columns hold it.
+MAX_MODEL_LENGTH = 200
+# A user's (or owner's, guild's, channel's) id: a Discord snowflake has at most 20 digits; the columns
+# that hold ids, and transcripts' ids, take up to 64 characters.
+MAX_ID_LENGTH = 64
+# Discord refuses a webhook named with these (any case), so a personality could never answer under
+# such a display name (https://discord.com/developers/docs/resources/webhook#create-webhook).
+WEBHOOK_REFUSED_WORDS = ("clyde", "discord")
 ModelValidator = Callable[[str], None]
 DEFAULT_PROMPT = "You are {display_name}. Stay in character, be concise and kind."
 
@@ -47,7 +56,19 @@ def validate_litellm_model(model: str) -> None:
     """Raise LLMConfigError unless litellm knows the model's provider (imports litellm on first use)."""
     from memory.llm import LLMClient
 
+    if len(model) > MAX_MODEL_LENGTH:
+        raise InvalidInputError(f"A model string is at most {MAX_MODEL_LENGTH} characters.")
     LLMClient().validate_model(model)
+
+
+def check_id(value: str | None, what: str) -> str | None:
+    """A user, owner, guild or channel id that fits where ids are stored; `what` names it in the error."""
+    if value is not None and len(value) > MAX_ID_LENGTH:
+        raise InvalidInputError(
+            f"{what} is {len(value)} characters; an id is at most {MAX_ID_LENGTH} "
+            "(a Discord id has 17 to 20 digits)."
+        )
+    return value
 
 
 def validate_avatar_url(url: str | None) -> str | None:
@@ -70,7 +91,32 @@ def check_display_name(display_name: str) -> str:
     display = display_name.strip()
     if not display or len(display) > MAX_DISPLAY_NAME_LENGTH:
         raise InvalidInputError(f"The display name must be 1 to {MAX_DISPLAY_NAME_LENGTH} characters.")
-    return display
+    return check_webhook_name(display)
+
+
+def check_webhook_name(display_name: str) -> str:
+    """The display name, unless Discord would refuse it as the name its replies are posted under."""
+    folded = display_name.casefold()
+    refused = [word for word in WEBHOOK_REFUSED_WORDS if word in folded]
+    if refused:
+        raise InvalidInputError(
+            f"Discord refuses to post under a name containing {refused[0]!r}, so {display_name!r} could "
+            "never answer: pick another display name."
+        )
+    return display_name
+
+
+def look_alike(candidates: Collection[str], existing: Collection[str]) -> tuple[str, str] | None:
+    """The first (candidate, existing name) pair that reads alike: the same letters in any case, or
+    letters of other scripts that look the same (Cyrillic `і` for Latin `i`, `0` for `o`), after
+    Unicode's confusables list; None when every candidate reads differently."""
+    from confusables import is_confusable  # its map of Unicode's confusables loads in ~50 ms
+
+    for candidate in candidates:
+        for name in existing:
+            if is_confusable(candidate, name):
+                return candidate, name
+    return None
 
 
 def check_prompt(prompt: str, limit: int = MAX_PROMPT_LENGTH, *, required: bool = False) -> str:

@@ -140,11 +140,18 @@ def make_embedder(
     dimension: int | None = None,
     retry: RetryPolicy | None = None,
     cache_dir: Path | None = None,
+    load_now: bool = False,
 ) -> Embedder:
     """The local model for "all-MiniLM-L6-v2" / "local/all-MiniLM-L6-v2", litellm for anything else.
 
     `cache_dir` holds the local model's ONNX export (default: `default_model_cache_dir()`).
+    Either loads on its first `embed`; `load_now` (called in a running event loop) starts loading the
+    local model at once, in the loop's executor, for a caller that will embed soon and has other
+    work to do meanwhile (a recall reaching its database).
     """
     if model in _LOCAL_ALIASES and api_base is None:
-        return LocalEmbedder(cache_dir)
+        local = LocalEmbedder(cache_dir)
+        if load_now:
+            local.load_in_background()
+        return local
     return LiteLLMEmbedder(model, api_base, api_key, dimension, timeout, retry=retry)

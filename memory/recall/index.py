@@ -251,3 +251,55 @@ def warn_if_other_keyword_encoder(where: str, found: object) -> None:
             found or "(an older one)",
             KEYWORD_ENCODER,
         )
+
+
+class IndexOpenedWhenUsed(VectorIndex):
+    """The index opened by its first call rather than at once, for a command that may not need it: one
+    that only reads PostgreSQL (a storage report, a user's memories listed) then runs while another
+    process holds the embedded index. `close` closes it only if it was opened."""
+
+    def __init__(self, open_index: typing.Callable[[], VectorIndex]) -> None:
+        self._open_index = open_index
+        self._index: VectorIndex | None = None
+
+    def _opened(self) -> VectorIndex:
+        if self._index is None:
+            self._index = self._open_index()
+        return self._index
+
+    async def ensure_collection(self, dense_dim: int) -> None:
+        await self._opened().ensure_collection(dense_dim)
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        await self._opened().upsert(points)
+
+    async def delete(self, ids: Sequence[uuid.UUID]) -> None:
+        await self._opened().delete(ids)
+
+    async def search(
+        self, *, dense: list[float] | None, sparse: SparseVector | None, flt: RecallFilter, limit: int
+    ) -> Candidates:
+        return await self._opened().search(dense=dense, sparse=sparse, flt=flt, limit=limit)
+
+    async def _nearest(
+        self, queries: list[tuple[str, QueryVector]], flt: RecallFilter, limit: int
+    ) -> list[list[ScoredId]]:
+        return await self._opened()._nearest(queries, flt, limit)
+
+    async def recreate(self, dense_dim: int) -> None:
+        await self._opened().recreate(dense_dim)
+
+    async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
+        return await self._opened().ids(personality_id)
+
+    async def _scroll_page(
+        self, personality_id: int | None, offset: ScrollOffset, limit: int
+    ) -> tuple[list[uuid.UUID], ScrollOffset]:
+        return await self._opened()._scroll_page(personality_id, offset, limit)
+
+    async def count(self) -> int:
+        return await self._opened().count()
+
+    async def close(self) -> None:
+        if self._index is not None:
+            await self._index.close()

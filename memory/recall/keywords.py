@@ -8,22 +8,37 @@ same vectors feed Qdrant Edge and a Qdrant server. Documents carry only BM25's t
 the IDF half is applied by the index itself (the sparse vector's IDF modifier), which knows the
 corpus statistics we don't.
 
+What the user said themselves is keyed twice: with the whole exchange, and again in a space of
+its own (`own_line_terms`: the same term ids with the top bit set), so that a question about the
+user ("my sister", "my dog") can prefer the memories where the user said those words over those
+where only the personality did, in the same single search.
+
 Term ids belong to this analyzer: an index built by another one must be rebuilt (`personae
 reindex`). KEYWORD_ENCODER names it; the index stores the name and warns when it differs.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import qdrant_edge as edge
 
 from memory.types import SparseVector
 
-__all__ = ["KEYWORD_ENCODER", "encode_sparse", "encode_sparse_query", "keyword_text"]
+__all__ = [
+    "KEYWORD_ENCODER",
+    "encode_keywords",
+    "encode_sparse",
+    "encode_sparse_query",
+    "keyword_text",
+    "own_line_terms",
+]
 
 # Change this whenever a setting below changes the term ids or weights of stored vectors.
-KEYWORD_ENCODER = "edge-bm25-en-snowball-1"
+KEYWORD_ENCODER = "edge-bm25-en-snowball-own-lines-ordinals-2"
+# The analyzer's term ids are below 2**31 (31-bit hashes); the user's own lines use the ids above.
+OWN_LINES_BIT = 1 << 31
 
 K1 = 1.2
 B = 0.75
@@ -51,14 +66,36 @@ def _sorted(vector: edge.SparseVector) -> SparseVector:
     return SparseVector(indices=[int(i) for i, _ in pairs], values=[float(v) for _, v in pairs])
 
 
+# "May 12th" and "May 12" are the same day: an ordinal is keyed as its number.
+_ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
 def encode_sparse(text: str) -> SparseVector:
     """Encode a document as BM25 term-frequency weights (IDF is applied by the index)."""
-    return _sorted(_MODEL.embed_document(text))
+    return _sorted(_MODEL.embed_document(_ORDINAL.sub(r"\1", text)))
 
 
 def encode_sparse_query(text: str) -> SparseVector:
     """Encode a query: weight 1.0 per unique term, so a score sums the matched documents' weights."""
-    return _sorted(_MODEL.embed_query(text))
+    return _sorted(_MODEL.embed_query(_ORDINAL.sub(r"\1", text)))
+
+
+def own_line_terms(terms: dict[int, float]) -> dict[int, float]:
+    """The same terms in the space of what the user said themselves."""
+    return {term | OWN_LINES_BIT: weight for term, weight in terms.items()}
+
+
+def encode_keywords(text: str, own_lines: str | None = None) -> SparseVector:
+    """A memory's keyword vector: its keyword text (`keyword_text`), plus the user's own lines in
+    their own space (`own_line_terms`) when known."""
+    whole = encode_sparse(text)
+    if not own_lines or not own_lines.strip():
+        return whole
+    own = encode_sparse(own_lines)
+    return SparseVector(
+        indices=whole.indices + [term | OWN_LINES_BIT for term in own.indices],
+        values=whole.values + own.values,
+    )
 
 
 # English month names whatever the process locale (strftime's %B follows it).

@@ -19,6 +19,7 @@ is shared by every checkout and process of the user and does not depend on the w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -174,6 +175,18 @@ class LocalEmbedder:
     @property
     def model_dir(self) -> Path:
         return self._dir
+
+    def load_in_background(self) -> None:
+        """Start loading the model in the running event loop's default executor; the first `embed`
+        waits for it (or loads it itself, reporting the error, if this load failed). The loop's end
+        (asyncio.run) waits for the load in the main thread: a load cut off by the interpreter's exit
+        would abort the process (onnxruntime), or fail registering its exit handlers."""
+        asyncio.get_running_loop().run_in_executor(None, self._load_quietly)
+
+    def _load_quietly(self) -> None:
+        # A failure here is raised again, with its message, by the load of the first `embed`.
+        with contextlib.suppress(Exception):
+            self._load()
 
     def _load(self) -> None:
         with self._load_lock:

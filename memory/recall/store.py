@@ -23,9 +23,9 @@ from sqlalchemy.sql.expression import bindparam
 
 from memory.recall.embedders import Embedder
 from memory.recall.index import PAYLOAD_FIELDS, VectorIndex
-from memory.recall.keywords import encode_sparse, keyword_text
+from memory.recall.keywords import encode_keywords, keyword_text
 from memory.recall.query import ParticipantNames
-from memory.types import IndexPoint, MemoryPayload, MemoryState
+from memory.types import IndexPoint, MemoryPayload, MemoryState, SparseVector
 from models import Memory, Message
 
 MEMORY_ID_NAMESPACE = uuid.UUID("6f1c1a52-4e2b-4d7e-9a51-2b1f3c9e8d40")
@@ -75,7 +75,7 @@ def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
     return IndexPoint(
         id=fields["id"],
         dense=dense,
-        sparse=encode_sparse(keyword_text(kept, occurred_at=fields["occurred_at"])),
+        sparse=encode_keywords(keyword_text(kept, occurred_at=fields["occurred_at"])),
         payload=MemoryPayload(**payload),
     )
 
@@ -91,6 +91,7 @@ def _logged_keyword_query() -> Any:  # a CompoundSelect, typed loosely as SQLAlc
             Memory.occurred_at,
             Message.id.label("message_id"),
             Message.content,
+            (Message.author_id == Memory.user_id).label("is_own"),
         )
         .join(
             Message,
@@ -142,6 +143,7 @@ def _logged_keyword_query() -> Any:  # a CompoundSelect, typed loosely as SQLAlc
             sources.c.occurred_at,
             sources.c.message_id,
             sources.c.content,
+            sources.c.is_own,
             literal(False).label("is_previous"),
         ),
         select(
@@ -149,33 +151,55 @@ def _logged_keyword_query() -> Any:  # a CompoundSelect, typed loosely as SQLAlc
             literal(None).label("occurred_at"),
             previous.c.id,
             previous.c.content,
+            literal(False).label("is_own"),
             literal(True).label("is_previous"),
         ).select_from(firsts.join(previous, true())),
     ).order_by("memory_id", "message_id")
 
 
-async def logged_keyword_texts(session: AsyncSession, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
-    """The keyword text of each memory whose exchange is still in the message log, in one query.
+@dataclasses.dataclass(frozen=True, slots=True)
+class KeywordTexts:
+    """What a memory is keyed by on the keyword side: its keyword text (memory.recall.keywords
+    `keyword_text`) and, apart, the lines its user said themselves."""
+
+    text: str
+    own_lines: str
+
+    def encode(self) -> SparseVector:
+        return encode_keywords(self.text, self.own_lines)
+
+
+async def logged_keyword_texts(
+    session: AsyncSession, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, KeywordTexts]:
+    """The keyword texts of each memory whose exchange is still in the message log, in one query.
 
     It is the exchange as it was said, whatever the memory's mode (summarizing must not cost recall),
     after its date and the line said just before it in this user's thread of the conversation (their
-    message or a reply to them: never another user's words; memory.recall.keywords).
+    message or a reply to them: never another user's words; memory.recall.keywords), and the user's
+    own lines of the exchange apart.
     Formation, re-summarizing and reindexing all key memories here, so a rebuilt index is the same.
     A memory its user corrected is left out: its own text keys it (`memory_point`).
     """
     rows = (await session.execute(_logged_keyword_query(), {"ids": list(ids)})).all()
     exchanges: dict[uuid.UUID, list[str]] = {}
+    own: dict[uuid.UUID, list[str]] = {}
     previous_text: dict[uuid.UUID, str] = {}
     dates: dict[uuid.UUID, datetime] = {}
-    for memory_id, occurred_at, _, content, is_previous in rows:
+    for memory_id, occurred_at, _, content, is_own, is_previous in rows:
         if is_previous:
             previous_text[memory_id] = content
         else:
             exchanges.setdefault(memory_id, []).append(content)
+            if is_own:
+                own.setdefault(memory_id, []).append(content)
             dates[memory_id] = occurred_at
     return {
-        memory_id: keyword_text(
-            "\n".join(lines), previous=previous_text.get(memory_id), occurred_at=dates[memory_id]
+        memory_id: KeywordTexts(
+            keyword_text(
+                "\n".join(lines), previous=previous_text.get(memory_id), occurred_at=dates[memory_id]
+            ),
+            "\n".join(own.get(memory_id, ())),
         )
         for memory_id, lines in exchanges.items()
     }
@@ -268,10 +292,7 @@ class MemoryStore:
         async with self.sessionmaker() as session:
             texts = await logged_keyword_texts(session, [p.id for p in points])
         await (await self.ready()).upsert(
-            [
-                dataclasses.replace(p, sparse=encode_sparse(texts[p.id])) if p.id in texts else p
-                for p in points
-            ]
+            [dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p for p in points]
         )
 
     async def rewrite_points(self, ids: Sequence[uuid.UUID]) -> None:

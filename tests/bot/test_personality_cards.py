@@ -27,6 +27,7 @@ from tests.memory.owners.cards import (
     png,
     text_chunk,
     v3,
+    with_data,
 )
 
 OWNER = 101
@@ -190,7 +191,9 @@ async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_
 ) -> None:
     reply = await media.import_card(json.dumps(SERAPHINA_V2).encode(), "seraphina.json")
     assert "No avatar; set one with `/personality edit`." in reply.text
-    broken_picture = SIGNATURE + chunk(b"IHDR", b"\x00" * 13) + text_chunk("chara", encoded(SERAPHINA_V2))
+    # Another character: a second Seraphina would read like the first (refused as a look-alike).
+    aurora = encoded(with_data(SERAPHINA_V2, name="Aurora"))
+    broken_picture = SIGNATURE + chunk(b"IHDR", b"\x00" * 13) + text_chunk("chara", aurora)
     broken_picture += chunk(b"IEND", b"")
     second = await media.import_card(broken_picture, name="second")
     assert "No avatar (the card's picture could not be read)" in second.text
@@ -248,9 +251,11 @@ async def test_export_gives_the_owner_a_card_that_imports_back(media: DiscordMed
     assert card["spec"] == "chara_card_v2" and card["avatar"].startswith("https://cdn.discordapp.com/emojis/")
     assert {k: card["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
 
+    [original] = await personalities(runtime)
+    await runtime.personalities.delete("seraphina", actor=None)  # beside it, a copy would read like it
     again = await media.import_card(file.data, "seraphina.json", name="Seraphina Two")
     assert "Avatar: the card's avatar URL." in again.text
-    original, copy = await personalities(runtime)
+    [copy] = await personalities(runtime)
     assert (copy.name, copy.system_prompt, copy.card, copy.avatar_url) == (
         "seraphina-two",
         original.system_prompt,
@@ -258,7 +263,7 @@ async def test_export_gives_the_owner_a_card_that_imports_back(media: DiscordMed
         original.avatar_url,
     )
     async with runtime.sessionmaker() as session:
-        assert await session.scalar(select(func.count()).select_from(Personality)) == 2
+        assert await session.scalar(select(func.count()).select_from(Personality)) == 1
 
 
 async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_picture(

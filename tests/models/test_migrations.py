@@ -10,6 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+import migrations
 from models import Base
 from models.database import create_engine
 from models.migrate import current_revision, downgrade_database, upgrade_database
@@ -110,7 +111,26 @@ async def test_reply_links_are_filled_for_the_existing_log(scratch_engine: Async
         assert "reply_to_id" not in {c["name"] for c in columns}
         assert await connection.scalar(text("SELECT count(*) FROM messages")) == 9
     await upgrade_database(scratch_engine)
-    assert await current_revision(scratch_engine) == "0005_i20_venue_keys"
+    assert await current_revision(scratch_engine) == migrations.HEAD
+
+
+def test_migrations_head_names_the_newest_revision() -> None:
+    """`migrations.HEAD` lets a command skip Alembic when the schema is current: it must be Alembic's
+    head (after adding a migration, set it to the new revision)."""
+    from alembic.script import ScriptDirectory
+
+    from models.migrate import alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_heads() == [migrations.HEAD]
+
+
+async def test_an_upgrade_at_head_reads_one_row_and_a_stale_database_is_migrated(
+    scratch_engine: AsyncEngine,
+) -> None:
+    await upgrade_database(scratch_engine, "0003_steering")
+    await upgrade_database(scratch_engine)  # the recorded revision is not HEAD: Alembic upgrades it
+    assert await current_revision(scratch_engine) == migrations.HEAD
+    assert await _tables(scratch_engine) == EXPECTED_TABLES
 
 
 async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -> None:

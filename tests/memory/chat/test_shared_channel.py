@@ -238,7 +238,7 @@ async def test_memories_formed_in_one_batch_are_keyed_by_their_own_users_threads
     formed = await memories(runtime)
     async with runtime.sessionmaker() as session:
         keyed = await logged_keyword_texts(session, [m.id for m in formed])
-    by_first = {m.source_message_ids[0]: keyed[m.id].lower() for m in formed}
+    by_first = {m.source_message_ids[0]: keyed[m.id].text.lower() for m in formed}
     # Alice's second memory follows the reply to her first message, not Bob's exchange just before.
     assert replies["kiwi"].lower() in by_first["3"]
     assert "mango" not in by_first["3"]

@@ -8,11 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from memory.errors import InvalidInputError
 from memory.formation.importer import MAX_CONTENT_CHARS
 from memory.formation.sillytavern import parse_send_date, parse_sillytavern
 from memory.types import MessageRole
+from models import Memory, Message, Personality
 
 METADATA = {
     "user_name": "Ann",
@@ -163,20 +165,22 @@ def test_a_chat_without_its_metadata_line_is_read_too() -> None:
     assert chat.character_name is None and [line.content for line in chat.lines] == ["hi", "hello"]
 
 
+async def import_chat(runtime: Any, personality: Personality, text: str) -> Any:
+    """The chat imported as user 555's, as `personae import --format sillytavern` imports it."""
+    chat = parse_sillytavern(text)
+    return await runtime.importer.import_lines(
+        chat.lines,
+        personality_id=personality.id,
+        personality_user_id=f"personality:{personality.name}",
+        default_user_id="555",
+        skipped_lines=chat.skipped,
+        replace_edited=True,
+    )
+
+
 async def test_imported_chat_becomes_the_users_memories_of_that_personality(runtime: Any) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
-    chat = parse_sillytavern(SERAPHINA_CHAT)
-
-    async def run() -> Any:
-        return await runtime.importer.import_lines(
-            chat.lines,
-            personality_id=seraphina.id,
-            personality_user_id="personality:seraphina",
-            default_user_id="555",
-            skipped_lines=chat.skipped,
-        )
-
-    report = await run()
+    report = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (report.messages_read, report.messages_new, report.formation.memories) == (5, 5, 2)
     memories = await runtime.memory.recall(personality_id=seraphina.id, user_id="555", query="Miso the cat")
     contents = {m.content for m in memories}
@@ -186,5 +190,37 @@ async def test_imported_chat_becomes_the_users_memories_of_that_personality(runt
     )
     assert all("A swipe nobody kept" not in m.content and "hidden" not in m.content for m in memories)
     assert await runtime.memory.recall(personality_id=seraphina.id, user_id="556", query="Miso") == []
-    again = await run()
+    again = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
+    assert (again.messages_new, again.formation.memories) == (0, 0)
+
+
+async def test_reimporting_a_chat_whose_kept_swipe_changed_replaces_that_exchanges_memory(
+    runtime: Any,
+) -> None:
+    """The user kept another swipe of a reply in SillyTavern and imports the chat again: that
+    exchange's memory now holds the reply kept, and no memory is left without its user line."""
+    seraphina, _ = await runtime.personalities.create("Seraphina")
+    await import_chat(runtime, seraphina, SERAPHINA_CHAT)
+    kept = "We will find Miso before nightfall."
+    edited = SERAPHINA_CHAT.replace(f'"mes": "{kept}"', '"mes": "A swipe nobody kept."').replace(
+        '"swipe_id": 1', '"swipe_id": 0'
+    )
+    assert edited != SERAPHINA_CHAT
+    report = await import_chat(runtime, seraphina, edited)
+    assert (report.messages_new, report.formation.memories) == (1, 1)
+    async with runtime.sessionmaker() as session:
+        live = (
+            await session.scalars(
+                select(Memory.content).where(Memory.personality_id == seraphina.id, Memory.state != "deleted")
+            )
+        ).all()
+        replies = (await session.scalars(select(Message.content).where(Message.role == "assistant"))).all()
+    assert sorted(live) == [
+        "Ann: I'm Ann. My cat Miso is lost in the forest.\nSeraphina: A swipe nobody kept.",
+        "Ann: Thank you. Miso has a white paw.\nSeraphina: A white paw, I'll look for it.",
+    ]
+    assert kept not in replies  # the log holds the reply kept, not both
+    recalled = await runtime.memory.recall(personality_id=seraphina.id, user_id="555", query="Miso")
+    assert all(kept not in m.content for m in recalled)
+    again = await import_chat(runtime, seraphina, edited)
     assert (again.messages_new, again.formation.memories) == (0, 0)

@@ -39,6 +39,68 @@ SERAPHINA_V2: dict[str, Any] = {
 }
 
 
+# A lorebook as SillyTavern exports one in a card, written for these tests: a constant entry, keyed
+# ones, a disabled one, one with secondary keys, one at a depth of the history.
+ELDORIA_BOOK: dict[str, Any] = {
+    "name": "Eldoria",
+    "scan_depth": 2,
+    "recursive_scanning": False,
+    "extensions": {},
+    "entries": [
+        {
+            "id": 0,
+            "keys": ["eldoria"],
+            "content": "Eldoria is a walled forest of silver oaks where {{char}} keeps watch.",
+            "extensions": {"position": 0, "depth": 4},
+            "enabled": True,
+            "insertion_order": 100,
+            "constant": True,
+            "position": "before_char",
+            "comment": "Eldoria",
+        },
+        {
+            "id": 1,
+            "keys": ["Shadowfang", "wolves"],
+            "content": "The Shadowfang are grey wolves that fear moonlight.",
+            "extensions": {"position": 1},
+            "enabled": True,
+            "insertion_order": 90,
+            "position": "after_char",
+            "comment": "Shadowfang",
+        },
+        {
+            "id": 2,
+            "keys": ["amulet"],
+            "content": "The amulet of dawn glows near danger.",
+            "extensions": {},
+            "enabled": False,
+            "insertion_order": 100,
+            "comment": "Amulet (retired)",
+        },
+        {
+            "id": 3,
+            "keys": ["glade"],
+            "secondary_keys": ["night", "dark"],
+            "selective": True,
+            "content": "At night the glade's lanterns light themselves.",
+            "extensions": {"selectiveLogic": 0},
+            "enabled": True,
+            "insertion_order": 110,
+            "comment": "Glade at night",
+        },
+        {
+            "id": 4,
+            "keys": ["river"],
+            "content": "[The river Lethe washes away memories.]",
+            "extensions": {"position": 4, "depth": 1, "role": 0, "group": "water"},
+            "enabled": True,
+            "insertion_order": 100,
+            "comment": "River",
+        },
+    ],
+}
+
+
 def v3(card: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """The V2 card as V3, its data changed by `changes` (assets, nickname, ...)."""
     return {"spec": "chara_card_v3", "spec_version": "3.0", "data": {**card["data"], **changes}}

@@ -3,7 +3,9 @@ the prompt composed within its limit, and export -> import giving back the same 
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, PermissionDeniedError
-from memory.owners.card_png import MAX_CARD_JSON_BYTES
-from memory.owners.card_prompt import compose_prompt, fill_macros
+from memory.owners.card_png import MAX_CARD_JSON_BYTES, MAX_PNG_CHUNKS
+from memory.owners.card_prompt import compose_prompt, fill_chat_macros, fill_macros
 from memory.owners.cards import (
     MAX_CARD_DEPTH,
     MAX_CARD_FILE_BYTES,
@@ -22,6 +24,7 @@ from memory.owners.cards import (
     CardFields,
     create_from_card,
     export_card,
+    export_png,
     parse_card,
     read_card_file,
 )
@@ -29,6 +32,7 @@ from memory.owners.personalities import PersonalityService
 from memory.owners.personality_fields import MAX_PROMPT_LENGTH
 from models import Personality
 from tests.memory.owners.cards import (
+    ELDORIA_BOOK,
     SERAPHINA_V2,
     SIGNATURE,
     bomb_chunk,
@@ -233,12 +237,70 @@ def test_a_bomb_in_a_chunk_that_is_no_card_is_never_inflated() -> None:
     assert card.fields.name == "Seraphina"
 
 
+def test_a_card_followed_by_many_compressed_card_chunks_inflates_only_the_card_used() -> None:
+    """The outside probe's bomb (issue 20, item 9): a real `chara` chunk, then hundreds of compressed
+    `chara` chunks of 5 MB each. Only the first chunk of a keyword is read, so none of the others is
+    inflated: a broken one among them, which would be refused if it were, proves it."""
+    five_mb = text_chunk("chara", b"A" * 5 * 2**20, b"zTXt")
+    broken = chunk(b"zTXt", b"chara\x00\x00" + b"not zlib")
+    data = png(text_chunk("chara", encoded(SERAPHINA_V2)), *[five_mb] * 200, broken)
+    assert len(data) < MAX_CARD_FILE_BYTES
+    assert parse_card(data).fields.name == "Seraphina"
+
+
+def test_the_walk_ends_at_the_v3_card_used() -> None:
+    """Nothing after the `ccv3` chunk is read: not a bomb, not a damaged chunk."""
+    card_v3 = v3(SERAPHINA_V2, nickname="Sera")
+    after = [bomb_chunk("ccv3", b"zTXt"), _bad_crc(png())[len(SIGNATURE) :]]
+    data = png(text_chunk("chara", encoded(SERAPHINA_V2)), text_chunk("ccv3", encoded(card_v3)), *after)
+    assert parse_card(data).fields.nickname == "Sera"
+
+
+def test_a_png_of_too_many_chunks_is_refused_in_one_line() -> None:
+    data = png(*[chunk(b"teXt", b"")] * MAX_PNG_CHUNKS, text_chunk("chara", encoded(SERAPHINA_V2)))
+    with pytest.raises(InvalidInputError) as caught:
+        parse_card(data)
+    assert str(caught.value) == "The PNG has over 20,000 chunks; a card's picture never has."
+
+
 def test_macros() -> None:
-    text = "{{user}} meets {{char}}. <BOT> waves at <USER>.\n{{user}}: hi\n{{original}}"
-    assert fill_macros(text, "Sera") == (
-        "The user meets Sera. Sera waves at the user.\nUser: hi\n"
-        "You are Sera. Stay in character, be concise and kind."
+    text = "{{user}} meets {{char}}. <BOT> waves at <USER>.\n{{user}}: hi"
+    assert fill_macros(text, "Sera") == "The user meets Sera. Sera waves at the user.\nUser: hi"
+    assert fill_chat_macros(
+        "{{user}} meets {{char}} at <char>'s door.{{original}}", char="Sera", user="Ann"
+    ) == ("Ann meets Sera at Sera's door.")
+
+
+def test_original_is_the_prompt_personae_would_have_used() -> None:
+    """`{{original}}` is what the card's system prompt replaces (the V2 spec): "You are NAME.", not a
+    default whose "kind" contradicts a sarcastic card."""
+    fields = CardFields(name="Vex", system_prompt="{{original}} Answer in riddles.", personality="sarcastic")
+    assert (
+        compose_prompt(fields, "Vex").text
+        == "You are Vex. Answer in riddles.\n\nVex's personality: sarcastic"
     )
+
+
+def test_a_v3_nickname_is_what_char_means() -> None:
+    fields = parse_card(as_json(v3(SERAPHINA_V2, nickname="Sera"))).fields
+    text = compose_prompt(fields, "Seraphina").text
+    assert text.startswith("Write Sera's next reply") and "Sera is a guardian" in text
+    assert "Seraphina's personality:" in text and "Sera: I am Seraphina, keeper of this glade." in text
+
+
+def test_a_v3_card_with_v1_fields_on_top_and_empty_data_imports() -> None:
+    """Seen in the wild: V1-style top-level fields with `"spec": "chara_card_v3", "data": {}`."""
+    top = {k: SERAPHINA_V2["data"][k] for k in ("name", "description", "personality", "first_mes")}
+    card = parse_card(as_json({**top, "spec": "chara_card_v3", "spec_version": "3.0", "data": {}}))
+    assert (card.spec, card.fields.name, card.fields.first_mes) == (
+        "chara_card_v3",
+        "Seraphina",
+        top["first_mes"],
+    )
+    partial = parse_card(
+        as_json({**top, "spec": "chara_card_v2", "data": {"name": "", "scenario": "A glade."}})
+    )
+    assert (partial.fields.name, partial.fields.scenario) == ("Seraphina", "A glade.")
 
 
 def test_examples_that_do_not_fit_are_left_out_and_counted() -> None:
@@ -290,6 +352,7 @@ async def test_import_creates_the_personality_and_export_round_trips(
     for field, value in SERAPHINA_V2["data"].items():
         assert exported["data"][field] == value, field
 
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     again = await create_from_card(
         service, parse_card(as_json(exported)), name="Seraphina Copy", by_operator=True
     )
@@ -312,6 +375,7 @@ async def test_an_edited_prompt_is_exported_as_the_cards_system_prompt(
     assert data["system_prompt"] == "You are Seraphina, now terse."
     assert data["description"] == data["mes_example"] == ""  # they are in the prompt the owner edited
     assert data["first_mes"] == SERAPHINA_V2["data"]["first_mes"]
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
     copy = await create_from_card(
         service, parse_card(as_json({"spec": "chara_card_v2", "data": data})), name="c", by_operator=True
     )
@@ -353,3 +417,91 @@ async def test_text_postgres_cannot_store_is_made_storable(
     stored = await service.get(p.name)
     assert "ab \ufffd" in stored.system_prompt
     assert stored.card is not None and stored.card["extensions"] == {"k": ["v\ufffd"]}
+
+
+SERAPHINA_V3_DATA: dict[str, Any] = {
+    **SERAPHINA_V2["data"],
+    "character_book": ELDORIA_BOOK,
+    "nickname": "Sera",
+    "group_only_greetings": ["*Seraphina bows to the party*"],
+    "assets": [
+        {"type": "icon", "uri": "ccdefault:", "name": "main", "ext": "png"},
+        {"type": "background", "uri": "https://img.example/glade.png", "name": "main", "ext": "png"},
+        {
+            "type": "emotion",
+            "uri": "embeded://assets/emotion/images/happy.png",
+            "name": "happy",
+            "ext": "png",
+        },
+    ],
+    "source": ["https://cards.example/seraphina"],
+    "creation_date": 1700000000,
+    "modification_date": 1700000500,
+    "creator_notes_multilingual": {"en": "Best with a long context.", "fr": "Mieux avec un long contexte."},
+    "x_future_field": {"kept": ["as", "it", "came"]},
+}
+SERAPHINA_V3: dict[str, Any] = {"spec": "chara_card_v3", "spec_version": "3.0", "data": SERAPHINA_V3_DATA}
+
+
+async def test_a_v3_card_exported_and_imported_again_is_equal_field_by_field(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker)
+    await create_from_card(service, parse_card(as_json(SERAPHINA_V3)), by_operator=True)
+    exported = export_card(await service.get("seraphina"))
+    assert (exported["spec"], exported["spec_version"]) == ("chara_card_v3", "3.0")
+    assert exported["data"] == SERAPHINA_V3_DATA
+    await service.delete("seraphina", actor=None)  # beside it, a copy would read like it: refused
+    again = await create_from_card(service, parse_card(as_json(exported)), name="again", by_operator=True)
+    assert export_card(again.personality)["data"] == SERAPHINA_V3_DATA
+
+
+async def test_a_png_export_carries_the_card_as_v3_and_v2_as_sillytavern_writes_it(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker)
+    p = (await create_from_card(service, parse_card(as_json(SERAPHINA_V3)), by_operator=True)).personality
+    own_picture = png(text_chunk("chara", encoded({"name": "Old card in the picture"})))
+    for picture in (None, own_picture):
+        data = export_png(p, picture)
+        cards = {keyword: json.loads(base64.b64decode(text)) for keyword, text in _card_chunks(data)}
+        assert list(cards) == ["chara", "ccv3"]  # the old card is gone, the V2 copy first
+        assert cards["chara"]["spec"] == "chara_card_v2" and cards["ccv3"]["spec"] == "chara_card_v3"
+        assert cards["chara"]["data"] == cards["ccv3"]["data"] == SERAPHINA_V3_DATA
+        read = parse_card(data)
+        assert read.spec == "chara_card_v3" and read.fields == parse_card(as_json(SERAPHINA_V3)).fields
+    assert export_png(p, own_picture).startswith(own_picture[: len(SIGNATURE) + 25 + 12])  # IHDR kept
+    with pytest.raises(InvalidInputError, match="The picture is not a PNG the card can go in: Not a PNG"):
+        export_png(p, b"GIF89a")
+
+
+def _card_chunks(data: bytes) -> list[tuple[str, str]]:
+    found = []
+    position = len(SIGNATURE)
+    while position < len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        kind, body = data[position + 4 : position + 8], data[position + 8 : position + 8 + length]
+        if kind == b"tEXt":
+            keyword, _, text = body.partition(b"\x00")
+            found.append((keyword.decode(), text.decode()))
+        position += 12 + length
+    return found
+
+
+async def test_the_import_report_says_what_is_used_and_names_what_is_not_kept(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker)
+    imported = await create_from_card(service, parse_card(as_json(SERAPHINA_V3)), by_operator=True)
+    assert imported.report.lines() == [
+        "uses:     system prompt, description, personality, scenario, 2 example dialogues, "
+        "greeting (+1 alternate), lorebook (5 entries, 1 disabled), post-history instructions, "
+        "depth prompt (depth 4), nickname 'Sera'",
+        "not used: creator notes, translated creator notes, tags, creator, character version, "
+        "group-only greetings, source, creation date, modification date, lorebook inclusion groups, "
+        "other fields x_future_field, "
+        "2 asset links (kept; exported back)",
+        "not kept: asset emotion/happy (embeded://assets/emotion/images/happy.png): its file is not stored",
+    ]
+    plain = await create_from_card(service, parse_card(as_json({"name": "Bare"})), by_operator=True)
+    assert plain.report.lines() == ["uses:     the default prompt"]

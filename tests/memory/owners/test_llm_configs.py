@@ -45,9 +45,28 @@ async def test_non_admins_are_refused(service: LLMConfigService) -> None:
         ({"model": "openai/x", "api_key_env": "sk-abc123"}, "not an environment variable name"),
         ({"model": "openai/x", "api_base": "file:///etc"}, "http"),
         ({"model": "openai/x", "temperature": 3.0}, "temperature"),
-        ({"model": "openai/x", "max_tokens": 0}, "positive"),
+        ({"model": "openai/x", "max_tokens": 0}, "Max tokens and the context window must be 1 to"),
+        # Values the columns could not hold: each refused in a line, not a database overflow.
+        ({"model": "openai/" + "x" * 200}, "at most 200"),
+        ({"model": "openai/x", "api_base": "http://h/" + "x" * 500}, "at most 500"),
+        ({"model": "openai/x", "max_tokens": 2**31}, "Max tokens"),
+        ({"model": "openai/x", "context_window": 2**40}, "context window"),
+        ({"model": "openai/x", "timeout": float("inf")}, "timeout"),
+        ({"model": "openai/x", "temperature": float("nan")}, "temperature"),
     ],
-    ids=["provider", "key-not-env", "api-base", "temperature", "max-tokens"],
+    ids=[
+        "provider",
+        "key-not-env",
+        "api-base",
+        "temperature",
+        "max-tokens",
+        "long-model",
+        "long-api-base",
+        "huge-max-tokens",
+        "huge-context",
+        "endless-timeout",
+        "nan-temperature",
+    ],
 )
 async def test_bad_configs_are_explained(
     service: LLMConfigService, kwargs: dict[str, object], message: str

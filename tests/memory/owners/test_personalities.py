@@ -145,3 +145,117 @@ async def test_every_committed_change_is_announced(sessionmaker: async_sessionma
     assert len(changes) == 4
     await service.delete("lilith", actor=None)
     assert len(changes) == 5
+
+
+async def test_a_name_that_reads_like_another_is_refused(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker)
+    await service.create("Lilith")
+    await service.create("Sage", display_name="Old Sage")
+    for name, display in [
+        ("L\u0456lith", None),  # a Cyrillic і: the name reads exactly like Lilith
+        ("l1lith", None),
+        ("Echo", "0ld Sage"),  # a display name reading like another's display name
+        ("sаge", None),  # a Cyrillic а, reading like the other's name
+    ]:
+        with pytest.raises(InvalidInputError, match="reads like the existing personality"):
+            await service.create(name, display_name=display)
+    assert [p.name for p in await service.list()] == ["lilith", "sage"]
+    await service.create("Lila")  # close is not alike
+    with pytest.raises(InvalidInputError, match="reads like"):
+        await service.edit("lila", actor=None, display_name="LILITH")
+    assert (await service.edit("lilith", actor=None, display_name="Lilith")).display_name == "Lilith"
+
+
+@pytest.mark.parametrize("display", ["Clyde", "my discord helper", "DISCORDIA", "clydesdale"])
+async def test_a_name_discord_refuses_for_webhooks_is_refused(
+    sessionmaker: async_sessionmaker[AsyncSession], display: str
+) -> None:
+    service = PersonalityService(sessionmaker)
+    with pytest.raises(InvalidInputError, match="Discord refuses to post under a name containing"):
+        await service.create(display)
+    with pytest.raises(InvalidInputError, match="Discord refuses"):
+        await service.create("helper", display_name=display)
+    await service.create("helper")
+    with pytest.raises(InvalidInputError, match="Discord refuses"):
+        await service.edit("helper", actor=None, display_name=display)
+    assert (await service.get("helper")).display_name == "helper"
+
+
+async def test_ids_and_model_strings_that_would_overflow_their_columns_are_refused(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service = PersonalityService(sessionmaker)
+    with pytest.raises(InvalidInputError, match="an id is at most 64"):
+        await service.create("Lilith", owner_id="9" * 65)
+    with pytest.raises(InvalidInputError, match="at most 200"):
+        await service.create("Lilith", model="openai/" + "x" * 200)
+    assert await service.list() == []
+    # A name long enough to fill the column its messages are authored under is cut to fit it.
+    long_one, _ = await service.create("x" * 100)
+    assert len(f"personality:{long_one.name}") <= 64
+
+
+async def test_choose_model_keeps_model_strings_and_llm_configs_apart(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    from memory.owners.llm_configs import LLMConfigService
+
+    service = PersonalityService(sessionmaker)
+    config = await LLMConfigService(sessionmaker).add("local", model="openai/test-model")
+    assert await service.choose_model(model=None, llm_config=None) is None
+    assert await service.choose_model(model="openai/gpt-4o-mini", llm_config=None) == ModelChoice(
+        None, "openai/gpt-4o-mini"
+    )
+    assert await service.choose_model(model=None, llm_config="local") == ModelChoice(config.id, None)
+    assert (await service.choose_model(model="default", llm_config=None)) == ModelChoice(None, None)
+    with pytest.raises(
+        InvalidInputError, match="is an LLM config, not a model string: choose it with --llm-config"
+    ):
+        await service.choose_model(model="local", llm_config=None)
+    with pytest.raises(InvalidInputError, match="Unknown LLM provider"):
+        await service.choose_model(model="madeup", llm_config=None)
+    with pytest.raises(NotFoundError, match="No LLM config named 'nope'; the LLM configs are: local"):
+        await service.choose_model(model=None, llm_config="nope")
+    with pytest.raises(InvalidInputError, match="Unknown LLM provider"):
+        await service.create("Bob", model="local")  # a model string litellm cannot route
+
+
+async def test_edit_changes_every_field_at_once_or_none(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    from memory.owners.llm_configs import LLMConfigService
+
+    service = PersonalityService(sessionmaker)
+    config = await LLMConfigService(sessionmaker).add("cheap", model="openai/gpt-4o-mini")
+    await service.create("Sage")
+    with pytest.raises(InvalidInputError, match="Unknown memory mode"):
+        await service.edit("sage", actor=None, prompt="Never written.", memory_mode="sometimes")
+    assert (await service.get("sage")).system_prompt != "Never written."
+    edited = await service.edit(
+        "sage",
+        actor=None,
+        display_name="Sage the Calm",
+        prompt="Calm.",
+        model=ModelChoice(None, "openai/gpt-4o-mini"),
+        memory=False,
+        memory_mode="hybrid",
+        summarizer_model=ModelChoice(config.id, None),
+        summarizer_prompt="Keep names.",
+        avatar_url="https://img.example/sage.png",
+    )
+    assert (edited.display_name, edited.system_prompt, edited.chat_model) == (
+        "Sage the Calm",
+        "Calm.",
+        "openai/gpt-4o-mini",
+    )
+    assert (edited.memory_enabled, edited.memory_mode, edited.avatar_url) == (
+        False,
+        "hybrid",
+        "https://img.example/sage.png",
+    )
+    assert edited.summarizer_llm_config is not None and edited.summarizer_llm_config.name == "cheap"
+    assert edited.summarizer_prompt is not None and edited.summarizer_prompt.content == "Keep names."
+    back = await service.edit("sage", actor=None, memory=True, summarizer_prompt="", avatar_url="")
+    assert (back.memory_enabled, back.summarizer_prompt, back.avatar_url) == (True, None, None)

@@ -170,27 +170,31 @@ async def test_the_best_memories_come_with_the_exchanges_around_them(
         personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=1
     )
     garden, wedding, dress = (alice[t] for t in ("my garden", "Zephyrine's wedding", "the dress I wore"))
-    assert best.id == wedding.id and best.context == (garden.id, dress.id)
-    # Its own score and date; the text and messages of all three, in conversation order.
-    assert best.content == "\n".join(m.content for m in (garden, wedding, dress))
-    assert best.source_message_ids == ["m2", "m3", "m4", "m5", "m6", "m7"]
+    assert best.id == wedding.id and [m.id for m in best.context] == [garden.id, dress.id]
+    # Its own text, messages, score and date; its context beside them, in conversation order, and
+    # after its own words for a prompt.
+    assert best.content == wedding.content and best.source_message_ids == ["m4", "m5"]
+    assert [m.content for m in best.context] == [garden.content, dress.content]
+    assert best.text_with_context == "\n".join(m.content for m in (wedding, garden, dress))
+    assert best.sources_with_context == ["m4", "m5", "m2", "m3", "m6", "m7"]
     assert best.occurred_at == wedding.occurred_at and best.content_verbatim == wedding.content_verbatim
 
-    # A neighbour recalled as a hit itself does not come again as context.
+    # A neighbour recalled as a hit itself does not come again as context; each comes once, with the
+    # best hit it is next to.
     found = await service.recall(
         personality_id=p.id, user_id="u1", query="Zephyrine wedding, the dress I wore", guild_id="g1", limit=2
     )
     assert {m.id for m in found} == {wedding.id, dress.id}
-    around = {wedding.id: (garden.id, dress.id), dress.id: (wedding.id, alice["the cake"].id)}[found[0].id]
-    assert found[0].context == tuple(i for i in around if i not in {wedding.id, dress.id})
-    assert len(found[0].context) == 1 and found[1].context == ()
+    by_hit = {m.id: [c.id for c in m.context] for m in found}
+    assert by_hit == {wedding.id: [garden.id], dress.id: [alice["the cake"].id]}
 
     # A forgotten memory is never a neighbour: the next one before it takes its place.
     await service.forget(user_id="u1", memory_ids=[garden.id])
     [best] = await service.recall(
         personality_id=p.id, user_id="u1", query="Zephyrine wedding", guild_id="g1", limit=1
     )
-    assert best.context == (alice["the weather"].id, dress.id) and "garden" not in best.content
+    assert [m.id for m in best.context] == [alice["the weather"].id, dress.id]
+    assert "garden" not in best.text_with_context
     bob = await service.recall(
         personality_id=p.id, user_id="u2", query="Zephyrine wedding", guild_id="g1", limit=3
     )

@@ -1,0 +1,598 @@
+"""A personality's lorebook: SillyTavern's World Info, a character card's `character_book`.
+
+The book is kept as the card wrote it, in `personalities.card["character_book"]`, so it exports back
+whole; a personality made without a card gets one when its first entry is added (`LoreService`).
+`read_lorebook` reads it leniently (a value of the wrong type is the field's default, never an error
+in a reply), and `match_lore` picks the entries a reply's prompt gets, as SillyTavern does:
+
+- an entry whose keys appear in the newest messages (the entry's scan depth, else the book's, else the
+  deployment's) is active; keys match whole words, case-insensitively, unless the entry says otherwise
+  (`case_sensitive`, `extensions.match_whole_words`); a key with spaces matches as a phrase;
+- with `selective` and secondary keys, the book's selective logic decides too (SillyTavern's
+  `extensions.selectiveLogic`: AND ANY, NOT ALL, NOT ANY, AND ALL);
+- `use_regex` (V3), or a key written `/pattern/flags` (SillyTavern), is a regular expression, run by
+  the `regex` package with a timeout per search and a time budget per reply, so a pattern that
+  backtracks forever costs a fraction of a second and matches nothing;
+- `constant` entries are always active, `enabled: false` ones never;
+- with `recursive_scanning`, the text of active entries activates others, for MAX_RECURSION_STEPS;
+- V3 decorators at the start of an entry's text are removed from it; `@@activate`, `@@dont_activate`,
+  `@@depth`, `@@role` and `@@scan_depth` are honoured.
+
+The prompt (memory.chat.prompt) takes the active entries in order of preference (`priority`, then
+`insertion_order`, higher first) within the lore budget and the book's `token_budget`, and places them
+by `insertion_order`, before or after the character definition or at a depth of the history.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.conversations import storable_text
+from memory.errors import InvalidInputError, NotFoundError
+from memory.owners.card_prompt import DEFAULT_DEPTH, depth_of, fill_chat_macros, role_of
+from memory.owners.personalities import PersonalityService
+from models import Personality
+
+log = logging.getLogger(__name__)
+
+MAX_ENTRIES = 1000
+MAX_KEYS = 100
+MAX_KEY_CHARS = 200
+MAX_CONTENT_CHARS = 50_000
+MAX_SCAN_DEPTH = 100
+MAX_RECURSION_STEPS = 3
+MAX_PATTERN_CHARS = 1000
+# A search that takes longer is given up (no match); so is every regex key once a reply's scan has
+# spent REGEX_SCAN_SECONDS on them, however many entries the book has.
+REGEX_TIMEOUT_SECONDS = 0.02
+REGEX_SCAN_SECONDS = 0.2
+DEFAULT_ORDER = 100
+_REGEX_KEY = re.compile(r"^/(.+)/([a-z]*)$", re.DOTALL)
+_DECORATOR = re.compile(r"^@@(@?)(\w+)[ \t]*(.*)$")
+_DECORATORS_USED = ("activate", "dont_activate", "depth", "role", "scan_depth")
+
+
+class Position(enum.StrEnum):
+    BEFORE = "before_char"
+    AFTER = "after_char"
+    DEPTH = "at_depth"
+
+
+class Logic(enum.IntEnum):
+    """How secondary keys combine with the primary ones (SillyTavern's numbering)."""
+
+    AND_ANY = 0
+    NOT_ALL = 1
+    NOT_ANY = 2
+    AND_ALL = 3
+
+
+# SillyTavern's `extensions.position`: 0 before, 1 after the character, 4 at a depth; the others
+# (the author's note and example messages, outlets) have no place here and go after the character.
+_ST_POSITIONS = {0: Position.BEFORE, 1: Position.AFTER, 4: Position.DEPTH}
+
+
+@dataclass(frozen=True)
+class LoreEntry:
+    """One entry as matching reads it; `number` is its place in the book (1 = first), what users name."""
+
+    number: int
+    keys: tuple[str, ...]
+    content: str
+    secondary_keys: tuple[str, ...] = ()
+    enabled: bool = True
+    constant: bool = False
+    selective: bool = False
+    logic: Logic = Logic.AND_ANY
+    insertion_order: float = DEFAULT_ORDER
+    priority: float | None = None
+    case_sensitive: bool = False
+    whole_words: bool = True
+    use_regex: bool = False
+    position: Position = Position.BEFORE
+    depth: int = DEFAULT_DEPTH
+    role: str = "system"
+    scan_depth: int | None = None
+    exclude_recursion: bool = False
+    prevent_recursion: bool = False
+    delay_until_recursion: bool = False
+    forced: bool | None = None  # @@activate (True) or @@dont_activate (False)
+    comment: str = ""
+
+    @property
+    def label(self) -> str:
+        """How the entry is named in lists and logs: its comment, else its keys."""
+        return self.comment or ", ".join(self.keys) or "(no keys)"
+
+
+@dataclass(frozen=True)
+class Lorebook:
+    entries: tuple[LoreEntry, ...] = ()
+    scan_depth: int | None = None
+    token_budget: int | None = None
+    recursive: bool = False
+
+
+@dataclass(frozen=True)
+class ActiveLore:
+    """An entry a prompt gets, its text's macros filled, and why it is active."""
+
+    entry: LoreEntry
+    text: str
+    reason: str
+
+
+# ----------------------------------------------------------------------------------- reading
+
+
+def _bool(value: Any, default: bool = False) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else max(0, int(number))
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):  # a few writers put one key, or a comma list, in a string
+        return tuple(split_keys(value))
+    if not isinstance(value, list):
+        return ()
+    return tuple(key.strip() for key in value if isinstance(key, str) and key.strip())
+
+
+def _decorated(content: str) -> tuple[str, dict[str, str]]:
+    """The content without its V3 decorators (`@@name value` lines at its start), and those decorators
+    (the first of a name counts; a `@@@` fallback only when its decorator is not one used here)."""
+    found: dict[str, str] = {}
+    lines = content.split("\n")
+    skipped = 0
+    for line in lines:
+        match = _DECORATOR.match(line.strip())
+        if match is None:
+            break
+        skipped += 1
+        fallback, name, value = match.groups()
+        if not fallback or name in _DECORATORS_USED:
+            found.setdefault(name, value.strip())
+    return "\n".join(lines[skipped:]).strip(), found
+
+
+def read_entry(number: int, raw: Mapping[str, Any]) -> LoreEntry:
+    """One entry of a card's book; a field of the wrong type takes its default."""
+    extensions = raw.get("extensions")
+    ext: Mapping[str, Any] = extensions if isinstance(extensions, Mapping) else {}
+    written = raw.get("content")
+    content, decorators = _decorated(written if isinstance(written, str) else "")
+    position = Position.AFTER if raw.get("position") == "after_char" else Position.BEFORE
+    st_position = _count(ext.get("position"))
+    if st_position is not None:
+        position = _ST_POSITIONS.get(st_position, Position.AFTER)
+    depth = depth_of(ext.get("depth"))
+    if "depth" in decorators:
+        position, depth = Position.DEPTH, depth_of(decorators["depth"])
+    case_sensitive = raw.get("case_sensitive")
+    if not isinstance(case_sensitive, bool):
+        case_sensitive = ext.get("case_sensitive")
+    logic = _count(ext.get("selectiveLogic"))
+    forced = True if "activate" in decorators else False if "dont_activate" in decorators else None
+    scan_depth = (
+        depth_of(decorators["scan_depth"]) if "scan_depth" in decorators else _count(ext.get("scan_depth"))
+    )
+    return LoreEntry(
+        number=number,
+        keys=_strings(raw.get("keys", raw.get("key"))),
+        content=content,
+        secondary_keys=_strings(raw.get("secondary_keys")),
+        enabled=_bool(raw.get("enabled"), True) and not _bool(raw.get("disable")),
+        constant=_bool(raw.get("constant")),
+        selective=_bool(raw.get("selective")),
+        logic=Logic(logic) if logic in tuple(Logic) else Logic.AND_ANY,
+        insertion_order=next(
+            (n for n in map(_number, (raw.get("insertion_order"), raw.get("order"))) if n is not None),
+            DEFAULT_ORDER,
+        ),
+        priority=_number(raw.get("priority")),
+        case_sensitive=_bool(case_sensitive),
+        whole_words=_bool(ext.get("match_whole_words"), True),
+        use_regex=_bool(raw.get("use_regex")),
+        position=position,
+        depth=depth,
+        role=role_of(decorators.get("role", ext.get("role"))),
+        scan_depth=scan_depth,
+        exclude_recursion=_bool(ext.get("exclude_recursion")),
+        prevent_recursion=_bool(ext.get("prevent_recursion")),
+        delay_until_recursion=_bool(ext.get("delay_until_recursion")),
+        forced=forced,
+        comment=next(
+            (v.strip() for v in (raw.get("comment"), raw.get("name")) if isinstance(v, str) and v.strip()), ""
+        ),
+    )
+
+
+def read_lorebook(card: Mapping[str, Any] | None) -> Lorebook:
+    """The book of a stored card (`personalities.card`), empty when it has none."""
+    book = (card or {}).get("character_book")
+    if not isinstance(book, Mapping):
+        return Lorebook()
+    raw_entries = book.get("entries")
+    entries = [
+        read_entry(number, raw)
+        for number, raw in enumerate(raw_entries if isinstance(raw_entries, list) else [], start=1)
+        if isinstance(raw, Mapping)
+    ]
+    return Lorebook(
+        entries=tuple(entries),
+        scan_depth=_count(book.get("scan_depth")),
+        token_budget=_count(book.get("token_budget")) or None,
+        recursive=_bool(book.get("recursive_scanning")),
+    )
+
+
+def unsupported_features(card: Mapping[str, Any] | None) -> list[str]:
+    """SillyTavern lorebook features the book uses that Personae does without, as an import reports."""
+    book = (card or {}).get("character_book")
+    entries = book.get("entries") if isinstance(book, Mapping) else None
+    found: dict[str, None] = {}
+    for raw in entries if isinstance(entries, list) else []:
+        ext = raw.get("extensions") if isinstance(raw, Mapping) else None
+        if not isinstance(ext, Mapping):
+            continue
+        probability = _number(ext.get("probability"))
+        if _bool(ext.get("useProbability"), True) and probability is not None and probability < 100:
+            found["entry probability"] = None
+        if isinstance(ext.get("group"), str) and ext["group"].strip():
+            found["inclusion groups"] = None
+        if any(_number(ext.get(name)) for name in ("sticky", "cooldown", "delay")):
+            found["timed effects"] = None
+        if _count(ext.get("position")) not in (None, *_ST_POSITIONS):
+            found["author's note and outlet positions (placed after the character)"] = None
+    return list(found)
+
+
+def split_keys(text: str) -> list[str]:
+    """Keys typed as one comma-separated line; a `/regex/flags` key keeps the commas inside it."""
+    keys: list[str] = []
+    for match in re.finditer(r"\s*(/(?:\\.|[^/\\\n])+/[a-z]*(?=\s*(?:,|$))|[^,]*)\s*(?:,|$)", text):
+        key = match.group(1).strip()
+        if key:
+            keys.append(key)
+    return keys
+
+
+# ----------------------------------------------------------------------------------- matching
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(pattern: str, flags: int) -> regex.Pattern[str] | None:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return None
+    try:
+        return regex.compile(pattern, flags)
+    except (regex.error, ValueError, OverflowError, RecursionError):
+        return None
+
+
+def key_pattern(key: str, entry: LoreEntry) -> regex.Pattern[str] | None:
+    """The regular expression a regex key stands for; None for a plain key, and for a broken pattern
+    (which matches nothing, as the V3 specification requires)."""
+    written = _REGEX_KEY.match(key)
+    if written is not None:
+        pattern, letters = written.groups()
+        flags = (regex.IGNORECASE if "i" in letters else 0) | (regex.DOTALL if "s" in letters else 0)
+        flags |= regex.MULTILINE if "m" in letters else 0
+        return _compiled(pattern, flags)
+    if entry.use_regex:
+        return _compiled(key, 0 if entry.case_sensitive else regex.IGNORECASE)
+    return None
+
+
+def is_regex_key(key: str, entry: LoreEntry) -> bool:
+    return entry.use_regex or _REGEX_KEY.match(key) is not None
+
+
+class _Scan:
+    """One reply's scan: the texts scanned, and the time its regex keys may still take."""
+
+    def __init__(self, recent: Sequence[str], default_depth: int) -> None:
+        self._recent = list(recent)
+        self._default_depth = default_depth
+        self._chat: dict[tuple[int, bool], str] = {}
+        self.recursion: list[str] = []  # the text of the entries that activate others
+        self._deadline = time.monotonic() + REGEX_SCAN_SECONDS
+        self.timed_out: list[str] = []
+
+    def text(self, depth: int | None, *, case_sensitive: bool, recursion_only: bool) -> str:
+        """The newest `depth` messages (the book's depth when None), then the recursion text."""
+        depth = min(MAX_SCAN_DEPTH, depth if depth is not None else self._default_depth)
+        if (depth, case_sensitive) not in self._chat:
+            joined = "\n".join(self._recent[len(self._recent) - depth :] if depth else [])
+            self._chat[(depth, case_sensitive)] = joined if case_sensitive else joined.lower()
+        parts = [] if recursion_only else [self._chat[(depth, case_sensitive)]]
+        parts += self.recursion if case_sensitive else [text.lower() for text in self.recursion]
+        return "\n".join(parts)
+
+    def search(self, pattern: regex.Pattern[str], text: str, key: str) -> bool:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            self.timed_out.append(key)
+            return False
+        try:
+            return pattern.search(text, timeout=min(REGEX_TIMEOUT_SECONDS, left)) is not None
+        except TimeoutError:
+            self.timed_out.append(key)
+            return False
+
+
+def _key_found(key: str, entry: LoreEntry, text: Callable[[bool], str], scan: _Scan) -> bool:
+    """Whether the key is in the text scanned; `text(case_sensitive)` gives that text."""
+    if is_regex_key(key, entry):
+        pattern = key_pattern(key, entry)
+        # A regex runs on the text as written: its own flags say whether case counts.
+        return pattern is not None and scan.search(pattern, text(True), key)
+    haystack = text(entry.case_sensitive)
+    needle = key if entry.case_sensitive else key.lower()
+    if entry.whole_words and not any(c.isspace() for c in needle):
+        return re.search(rf"(?:^|\W){re.escape(needle)}(?:$|\W)", haystack) is not None
+    return needle in haystack
+
+
+def _matching(entry: LoreEntry, scan: _Scan, *, recursion_only: bool) -> str | None:
+    """Why the entry's keys activate it in this scan, or None."""
+
+    def text(case_sensitive: bool) -> str:
+        return scan.text(entry.scan_depth, case_sensitive=case_sensitive, recursion_only=recursion_only)
+
+    primary = next((k for k in entry.keys if _key_found(k, entry, text, scan)), None)
+    if primary is None:
+        return None
+    if not (entry.selective and entry.secondary_keys):
+        return f"key {primary!r}"
+    found = [k for k in entry.secondary_keys if _key_found(k, entry, text, scan)]
+    matched = {
+        Logic.AND_ANY: bool(found),
+        Logic.NOT_ALL: len(found) < len(entry.secondary_keys),
+        Logic.NOT_ANY: not found,
+        Logic.AND_ALL: len(found) == len(entry.secondary_keys),
+    }[entry.logic]
+    if not matched:
+        return None
+    if entry.logic in (Logic.AND_ANY, Logic.AND_ALL):
+        return f"key {primary!r} with {', '.join(repr(k) for k in found)}"
+    return f"key {primary!r} without {'all of ' if entry.logic is Logic.NOT_ALL else ''}the secondary keys"
+
+
+def match_lore(
+    book: Lorebook, recent: Sequence[str], *, default_scan_depth: int, char: str, user: str
+) -> list[ActiveLore]:
+    """The book's active entries for a reply to `recent` (the conversation's messages, newest last),
+    most preferred first: higher `priority`, then higher `insertion_order`, then the book's order."""
+    scan = _Scan(recent, book.scan_depth if book.scan_depth is not None else default_scan_depth)
+    active: dict[int, tuple[LoreEntry, str]] = {}
+    candidates = [e for e in book.entries if e.enabled and e.content and e.forced is not False]
+    for entry in candidates:
+        if entry.forced or entry.constant:
+            active[entry.number] = (entry, "decorator @@activate" if entry.forced else "constant")
+        elif not entry.delay_until_recursion and (reason := _matching(entry, scan, recursion_only=False)):
+            active[entry.number] = (entry, reason)
+    if book.recursive:
+        fed: set[int] = set()
+        for _ in range(MAX_RECURSION_STEPS):
+            feeding = [e for n, (e, _) in active.items() if n not in fed and not e.prevent_recursion]
+            if not feeding:
+                break
+            fed.update(e.number for e in feeding)
+            scan.recursion.extend(e.content for e in feeding)
+            for entry in candidates:
+                if entry.number in active or entry.exclude_recursion:
+                    continue
+                if reason := _matching(entry, scan, recursion_only=entry.delay_until_recursion):
+                    active[entry.number] = (entry, f"{reason} (in another entry's text)")
+    if scan.timed_out:
+        log.warning("Lore regex keys gave up (too slow): %s", ", ".join(repr(k) for k in scan.timed_out[:5]))
+    ordered = sorted(
+        active.values(),
+        key=lambda item: (-(item[0].priority or 0.0), -item[0].insertion_order, item[0].number),
+    )
+    found = [
+        ActiveLore(entry, fill_chat_macros(entry.content, char=char, user=user), reason)
+        for entry, reason in ordered
+    ]
+    for lore in found:
+        log.debug("Lore entry %d (%s) is active: %s", lore.entry.number, lore.entry.label, lore.reason)
+    return found
+
+
+# ----------------------------------------------------------------------------------- editing
+
+
+@dataclass(frozen=True)
+class LoreChanges:
+    """What an entry added or edited gets; None leaves a field as it is (on a new entry: its default)."""
+
+    keys: Sequence[str] | None = None
+    content: str | None = None
+    secondary_keys: Sequence[str] | None = None
+    logic: Logic | None = None
+    constant: bool | None = None
+    position: Position | None = None
+    depth: int | None = None
+    order: int | None = None
+    priority: int | None = None
+    case_sensitive: bool | None = None
+    use_regex: bool | None = None
+    comment: str | None = None
+
+
+def _new_entry(entries: Sequence[Any]) -> dict[str, Any]:
+    """A blank entry in the card's shape, with the next free id (SillyTavern numbers its entries)."""
+    ids = [e["id"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("id"), int)]
+    return {
+        "id": max(ids, default=len(entries) - 1) + 1,
+        "keys": [],
+        "secondary_keys": [],
+        "content": "",
+        "extensions": {},
+        "enabled": True,
+        "insertion_order": DEFAULT_ORDER,
+        "case_sensitive": False,
+        "use_regex": False,
+        "constant": False,
+        "selective": False,
+        "position": Position.BEFORE.value,
+        "comment": "",
+    }
+
+
+def _checked_keys(keys: Sequence[str], what: str) -> list[str]:
+    cleaned = [storable_text(key.strip()) for key in keys if key.strip()]
+    if len(cleaned) > MAX_KEYS:
+        raise InvalidInputError(f"An entry has at most {MAX_KEYS} {what}; give fewer.")
+    long = next((key for key in cleaned if len(key) > MAX_KEY_CHARS), None)
+    if long is not None:
+        raise InvalidInputError(f"The key {long[:40]!r}... is over {MAX_KEY_CHARS} characters; shorten it.")
+    return cleaned
+
+
+def apply_changes(raw: Mapping[str, Any], changes: LoreChanges) -> dict[str, Any]:
+    """The entry with the changes written in the card's fields (and SillyTavern's extensions)."""
+    entry = dict(raw)
+    extensions = dict(entry["extensions"]) if isinstance(entry.get("extensions"), Mapping) else {}
+    if changes.keys is not None:
+        entry["keys"] = _checked_keys(changes.keys, "keys")
+    if changes.secondary_keys is not None:
+        entry["secondary_keys"] = _checked_keys(changes.secondary_keys, "secondary keys")
+        entry["selective"] = bool(entry["secondary_keys"])
+    if changes.content is not None:
+        if len(changes.content) > MAX_CONTENT_CHARS:
+            raise InvalidInputError(f"The text is over {MAX_CONTENT_CHARS:,} characters; shorten it.")
+        entry["content"] = storable_text(changes.content.strip())
+    if changes.logic is not None:
+        extensions["selectiveLogic"] = int(changes.logic)
+    if changes.position is not None:
+        entry["position"] = (
+            Position.BEFORE.value if changes.position is Position.BEFORE else Position.AFTER.value
+        )
+        extensions["position"] = {Position.BEFORE: 0, Position.AFTER: 1, Position.DEPTH: 4}[changes.position]
+    if changes.depth is not None:
+        extensions["depth"] = depth_of(changes.depth)
+    if changes.comment is not None:
+        entry["comment"] = storable_text(changes.comment.strip())[:MAX_KEY_CHARS]
+    for name, value in (
+        ("constant", changes.constant),
+        ("insertion_order", changes.order),
+        ("priority", changes.priority),
+        ("case_sensitive", changes.case_sensitive),
+        ("use_regex", changes.use_regex),
+    ):
+        if value is not None:
+            entry[name] = value
+    entry["extensions"] = extensions
+    read = read_entry(1, entry)
+    if not read.content:
+        raise InvalidInputError("A lore entry needs its text: what the model is told when it is active.")
+    if not read.keys and not read.constant:
+        raise InvalidInputError("A lore entry needs keys that activate it, unless it is constant.")
+    broken = next(
+        (
+            k
+            for k in (*read.keys, *read.secondary_keys)
+            if is_regex_key(k, read) and key_pattern(k, read) is None
+        ),
+        None,
+    )
+    if broken is not None:
+        raise InvalidInputError(
+            f"The key {broken[:60]!r} is not a valid regular expression (at most {MAX_PATTERN_CHARS} "
+            "characters); fix it, or turn regex off for this entry."
+        )
+    return entry
+
+
+class LoreService:
+    """List, add, edit, enable and disable a personality's lore entries; only its managers may.
+
+    Entries are named by their number in the book (`LoreEntry.number`): entries are never removed
+    (disabled instead), so a number names the same entry for good.
+    """
+
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], personalities: PersonalityService
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._personalities = personalities
+
+    async def book(self, name: str, *, actor: str | None) -> Lorebook:
+        """The personality's lorebook (the lore is part of its prompt: its managers only)."""
+        personality = await self._personalities.get(name)
+        self._personalities.require_manager(personality, actor)
+        return read_lorebook(personality.card)
+
+    async def add(self, name: str, changes: LoreChanges, *, actor: str | None) -> LoreEntry:
+        """A new entry at the end of the book (a book is made for a personality without one)."""
+
+        def add_entry(entries: list[Any]) -> int:
+            if len(entries) >= MAX_ENTRIES:
+                raise InvalidInputError(f"A lorebook holds at most {MAX_ENTRIES} entries; edit one instead.")
+            entries.append(apply_changes(_new_entry(entries), changes))
+            return len(entries)
+
+        return await self._change(name, actor, add_entry)
+
+    async def edit(self, name: str, number: int, changes: LoreChanges, *, actor: str | None) -> LoreEntry:
+        """Change what `changes` gives of entry `number`."""
+        if changes == LoreChanges():
+            raise InvalidInputError("Nothing to change: give at least one field to edit.")
+
+        def edit_entry(entries: list[Any]) -> int:
+            entries[number - 1] = apply_changes(_entry(entries, number), changes)
+            return number
+
+        return await self._change(name, actor, edit_entry)
+
+    async def set_enabled(self, name: str, number: int, *, enabled: bool, actor: str | None) -> LoreEntry:
+        """Enable or disable entry `number`: a disabled entry never reaches the prompt."""
+
+        def switch(entries: list[Any]) -> int:
+            entries[number - 1] = {**_entry(entries, number), "enabled": enabled}
+            return number
+
+        return await self._change(name, actor, switch)
+
+    async def _change(self, name: str, actor: str | None, change: Callable[[list[Any]], int]) -> LoreEntry:
+        personality = await self._personalities.get(name)
+        self._personalities.require_manager(personality, actor)
+        async with self._sessionmaker.begin() as session:
+            row = await session.get(Personality, personality.id, with_for_update=True)
+            if row is None:
+                raise NotFoundError(f"No personality named {name!r}.")
+            card = dict(row.card or {})
+            held = card.get("character_book")
+            book = dict(held) if isinstance(held, Mapping) else {"extensions": {}, "entries": []}
+            entries = list(book["entries"]) if isinstance(book.get("entries"), list) else []
+            number = change(entries)
+            row.card = {**card, "character_book": {**book, "entries": entries}}
+        return read_entry(number, entries[number - 1])
+
+
+def _entry(entries: Sequence[Any], number: int) -> Mapping[str, Any]:
+    if not 1 <= number <= len(entries) or not isinstance(entries[number - 1], Mapping):
+        raise NotFoundError(f"There is no lore entry {number}; the lore list shows the entries' numbers.")
+    return entries[number - 1]  # type: ignore[no-any-return]

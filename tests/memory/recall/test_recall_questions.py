@@ -1,0 +1,128 @@
+"""Recall answers the question asked: the issue's cases through import and recall, the relevance
+floor, and the user's own lines preferred in a question about them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.formation.importer import TranscriptImporter, read_transcript
+from memory.formation.sillytavern import parse_sillytavern
+from memory.llm import LLMClient
+from memory.owners.personalities import PersonalityService
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.embedders import Embedder
+from memory.recall.keywords import OWN_LINES_BIT, encode_sparse_query
+from memory.service import MemoryService
+from memory.types import MemoryMode, RecallFilter, SparseVector
+from tests.memory.test_service import add_chat, add_personality, make_service
+
+ROOT = Path(__file__).resolve().parents[3]
+ROLEPLAY = ROOT / "bench" / "data" / "seraphina_sillytavern.jsonl"  # a SillyTavern chat, user Kael
+SAGE = ROOT / "examples" / "sage.jsonl"
+UNRELATED = (
+    "quantum chromodynamics lecture",
+    "the boiling point of mercury",
+    "what is the capital of Mongolia",
+)
+
+
+@pytest.fixture
+async def service(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
+) -> AsyncIterator[MemoryService]:
+    index = EdgeVectorIndex(tmp_path / "qdrant")
+    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
+    await index.close()
+
+
+async def imported(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, name: str, mode: MemoryMode
+) -> int:
+    """Both chats, as `personae import` reads them, for a personality of `mode`; its id."""
+    personality, _ = await PersonalityService(sessionmaker).create(name, memory_mode=mode)
+    importer = TranscriptImporter(sessionmaker, service.formation)
+    roleplay = parse_sillytavern(ROLEPLAY.read_text(encoding="utf-8"))
+    sage, skipped = read_transcript(SAGE)
+    for lines, user, skip in ((roleplay.lines, "kael", roleplay.skipped), (sage, None, skipped)):
+        await importer.import_lines(
+            lines,
+            personality_id=personality.id,
+            personality_user_id=f"personality:{name}",
+            default_user_id=user,
+            skipped_lines=skip,
+            mode=mode,
+        )
+    return personality.id
+
+
+@pytest.mark.parametrize("mode", [MemoryMode.VERBATIM, MemoryMode.SUMMARIZED])
+async def test_the_issues_questions_find_their_memory_first(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, mode: MemoryMode
+) -> None:
+    personality_id = await imported(sessionmaker, service, f"seraphina-{mode.value}", mode)
+
+    said = [line.id for line in parse_sillytavern(ROLEPLAY.read_text(encoding="utf-8")).lines]
+
+    async def first(user: str, query: str) -> str:
+        found = await service.recall(personality_id=personality_id, user_id=user, query=query, limit=5)
+        return found[0].source_message_ids[0]
+
+    # "I'm trying to get to Thornwick to find my sister, Mira. She's a cartographer...", against
+    # "I also owe someone: 14 silver coins to Doran", said the next morning.
+    assert await first("kael", "What is my sister's name and what does she do?") == said[4]
+    assert await first("kael", "Who is my sister?") == said[4]
+    # "Wolves. Three of them jumped me on the ridge trail at dusk."
+    assert await first("kael", "How many wolves attacked me?") == said[0]
+    # "Guess whose grandmother turned 90 yesterday", against the tomatoes planted beside "a sweet
+    # old man named Harold".
+    assert await first("1001", "How old is my grandmother?") == "sage-001"
+
+
+async def test_an_unrelated_question_recalls_nothing_and_a_related_one_its_memory(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    personality_id = await imported(sessionmaker, service, "seraphina", MemoryMode.VERBATIM)
+    for user in ("kael", "1001", "1002"):
+        for query in UNRELATED:
+            assert await service.recall(personality_id=personality_id, user_id=user, query=query) == [], query
+    related = {
+        ("kael", "Where did we find Ember?"): "EMBER!",
+        ("kael", "Doran"): "Doran",
+        ("1002", "what is my bonsai called"): "Gerald",
+        ("1001", "Plot #17"): "Plot #17",
+    }
+    for (user, query), said in related.items():
+        found = await service.recall(personality_id=personality_id, user_id=user, query=query, limit=3)
+        assert any(said in m.content for m in found), query
+
+
+async def test_a_question_about_the_user_prefers_what_they_said_themselves(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    p = await add_personality(sessionmaker, "Lilith")
+    turns = [
+        ("user", "Tell me about your family"),
+        ("assistant", "My sister Morgana keeps bees on a hill; her honey is famous in three valleys."),
+        ("user", "My sister Ines just moved to Lyon for work."),
+        ("assistant", "Lyon! Good food there."),
+    ]
+    await add_chat(sessionmaker, p, turns)
+    await service.form_pending()
+    [first, *_] = await service.recall(personality_id=p.id, user_id="u1", query="where does my sister live?")
+    assert "Ines" in first.content
+    # What the user said is keyed in a space of its own; the personality's words are not.
+    index = service._store.index
+    own = [t | OWN_LINES_BIT for t in encode_sparse_query("Ines").indices]
+    theirs = [t | OWN_LINES_BIT for t in encode_sparse_query("Morgana").indices]
+    flt = RecallFilter(personality_id=p.id, user_id="u1")
+    search = index.search
+    assert (await search(dense=None, sparse=_vector(own), flt=flt, limit=5)).keyword
+    assert not (await search(dense=None, sparse=_vector(theirs), flt=flt, limit=5)).keyword
+
+
+def _vector(indices: list[int]) -> SparseVector:
+    return SparseVector(indices=indices, values=[1.0] * len(indices))
