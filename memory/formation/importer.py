@@ -464,7 +464,6 @@ class _Filed:
 @dataclass(frozen=True, slots=True)
 class _Personality:
     id: int
-    name: str
     author_id: str  # what its replies are stored as said by
 
 
@@ -490,7 +489,7 @@ class _Filing:
         self._started = datetime.now(UTC)
 
     def import_all_into(self, personality_id: int, author_id: str) -> None:
-        self._everything_into = _Personality(personality_id, "", author_id)
+        self._everything_into = _Personality(personality_id, author_id)
 
     @property
     def conversation_ids(self) -> list[int]:
@@ -503,72 +502,34 @@ class _Filing:
         here: dict[tuple[int, str], list[_Filed]] = {}  # this batch's lines so far, by id
         by_conversation: dict[int, list[tuple[int, LoggedMessage]]] = {}
         for line, personality in zip(batch, personalities, strict=True):
-            key = (personality.id, line.id)
             answered: _Filed | None = None
             if line.role is MessageRole.USER:
-                user_id = line.user_id or self._default_user_id
-                if user_id is None:
-                    raise InvalidInputError(
-                        f"line {line.line_no}: user message has no user_id; pass --user ID"
-                    )
-                self._last_user = user_id
-                venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-                conversation_id = await self._conversation(personality.id, venue)
-                filed = _Filed(
-                    personality.id,
-                    line.id,
-                    line.role.value,
-                    conversation_id,
-                    user_id,
-                    line.guild_id,
-                    line.channel_id,
-                )
-                for guild in (None, line.guild_id):
-                    for channel in (None, line.channel_id):
-                        self._latest[(personality.id, guild, channel)] = filed
-                author_id = user_id
+                filed = await self._file_user_line(line, personality)
+                author_id = filed.user_id
             else:
                 named = (personality.id, line.reply_to or "")
                 answered = self._answered(line, personality, [*stored.get(named, []), *here.get(named, [])])
-                if answered is not None:
-                    conversation_id = answered.conversation_id  # a reply is filed with what it answers
-                    user_id = answered.user_id
-                else:
-                    user_id = self._last_user or ""
-                    if not user_id:
-                        raise InvalidInputError(
-                            f"line {line.line_no}: reply before any user message and no --user to "
-                            "attribute it to"
-                        )
-                    venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-                    conversation_id = await self._conversation(personality.id, venue)
-                filed = _Filed(personality.id, line.id, line.role.value, conversation_id, user_id, None, None)
+                filed = await self._file_reply(line, personality, answered)
                 author_id = personality.author_id
-            here.setdefault(key, []).append(filed)
-            by_conversation.setdefault(conversation_id, []).append(
-                (
-                    line.line_no,
-                    LoggedMessage(
-                        external_id=line.id,
-                        author_id=author_id,
-                        author_name=line.author,
-                        role=line.role,
-                        content=line.content,
-                        created_at=line.timestamp or self._started,
-                        token_count=count_tokens(line.content),
-                        reply_to=answered.external_id if answered is not None else None,
-                    ),
-                )
+            here.setdefault((personality.id, line.id), []).append(filed)
+            message = LoggedMessage(
+                external_id=line.id,
+                author_id=author_id,
+                author_name=line.author,
+                role=line.role,
+                content=line.content,
+                created_at=line.timestamp or self._started,
+                token_count=count_tokens(line.content),
+                reply_to=answered.external_id if answered is not None else None,
             )
+            by_conversation.setdefault(filed.conversation_id, []).append((line.line_no, message))
         new = 0
         for conversation_id, numbered in by_conversation.items():
+            messages = [m for _, m in numbered]
             if self._replace_edited:
-                messages = [m for _, m in numbered]
                 self.forgotten += await _replace_edited_replies(self._session, conversation_id, messages)
             try:
-                new += await store_messages(
-                    self._session, conversation_id, [m for _, m in numbered], exact=True
-                )
+                new += await store_messages(self._session, conversation_id, messages, exact=True)
             except MessageIdCollision as exc:
                 raise InvalidInputError(
                     f"line {numbered[exc.index][0]}: id {exc.external_id!r} is already in the log for "
@@ -576,6 +537,38 @@ class _Filing:
                     "(a prefix naming the file will do)"
                 ) from None
         return new
+
+    async def _file_user_line(self, line: TranscriptLine, personality: _Personality) -> _Filed:
+        """Where a user line goes: its venue's conversation; it is the latest line of that venue now."""
+        user_id = line.user_id or self._default_user_id
+        if user_id is None:
+            raise InvalidInputError(f"line {line.line_no}: user message has no user_id; pass --user ID")
+        self._last_user = user_id
+        venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
+        conversation_id = await self._conversation(personality.id, venue)
+        filed = _Filed(
+            personality.id, line.id, line.role.value, conversation_id, user_id, line.guild_id, line.channel_id
+        )
+        for guild in (None, line.guild_id):
+            for channel in (None, line.channel_id):
+                self._latest[(personality.id, guild, channel)] = filed
+        return filed
+
+    async def _file_reply(
+        self, line: TranscriptLine, personality: _Personality, answered: _Filed | None
+    ) -> _Filed:
+        """Where a reply goes: with the line it answers, else in the venue it names, of the last user."""
+        if answered is not None:
+            conversation_id, user_id = answered.conversation_id, answered.user_id
+        else:
+            user_id = self._last_user or ""
+            if not user_id:
+                raise InvalidInputError(
+                    f"line {line.line_no}: reply before any user message and no --user to attribute it to"
+                )
+            venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
+            conversation_id = await self._conversation(personality.id, venue)
+        return _Filed(personality.id, line.id, line.role.value, conversation_id, user_id, None, None)
 
     def _answered(
         self, reply: TranscriptLine, personality: _Personality, named: list[_Filed]
@@ -661,7 +654,7 @@ class _Filing:
                     f"line {line.line_no}: no personality named {line.personality!r}; "
                     "`personae personality list` shows them"
                 )
-            self._named[name] = _Personality(found, name, f"personality:{name}")
+            self._named[name] = _Personality(found, f"personality:{name}")
         return self._named[name]
 
     async def _conversation(self, personality_id: int, venue: Venue) -> int:
