@@ -71,10 +71,19 @@ class Run:
     messages: int
     memories: int
     pending: int
+    # (seconds since the commit, memories formed) every few seconds while it forms (remembering only).
+    progress: list[tuple[float, int]]
 
     @property
     def rate(self) -> float:
         return self.exchanges / self.form_s if self.form_s > 0 else 0.0
+
+    def rate_between(self, start: float, end: float) -> float:
+        """Exchanges/s while formation went from `start` to `end` of its exchanges (shares, 0 to 1)."""
+        points = [(0.0, 0), *self.progress, (self.form_s, self.memories)]
+        first = next(p for p in points if p[1] >= start * self.exchanges)
+        last = next(p for p in points if p[1] >= end * self.exchanges)
+        return (last[1] - first[1]) / (last[0] - first[0]) if last[0] > first[0] else 0.0
 
 
 async def import_and_watch(lab: Lab, lines: int, *, remember: bool) -> Run:
@@ -94,6 +103,7 @@ async def import_and_watch(lab: Lab, lines: int, *, remember: bool) -> Run:
     process = await lab.spawn("import", str(path), "--personality", name, personae_data_dir=data_dir)
     peak = peak_private = 0
     stored_at: float | None = None
+    progress: list[tuple[float, int]] = []
     polls = 0
     communicate = asyncio.ensure_future(process.communicate())
     while not communicate.done():
@@ -106,6 +116,11 @@ async def import_and_watch(lab: Lab, lines: int, *, remember: bool) -> Run:
             )
             if seen:
                 stored_at = time.perf_counter()
+        elif stored_at is not None and remember and polls % 20 == 0:
+            formed = await lab.scalar(
+                "SELECT count(*) FROM memories WHERE personality_id = :p", p=personality_id
+            )
+            progress.append((time.perf_counter() - stored_at, int(formed)))
         polls += 1
         await asyncio.wait([communicate], timeout=0.25)
     out, err = communicate.result()
@@ -135,6 +150,7 @@ async def import_and_watch(lab: Lab, lines: int, *, remember: bool) -> Run:
         int(written["messages"]),
         int(written["memories"]),
         int(written["pending"]),
+        progress,
     )
 
 
@@ -152,7 +168,12 @@ def _happened(runs: list[Run], remember: bool) -> str:
         f"{r.lines:,} lines: exit {r.code}, {r.messages:,} messages, {r.memories:,} memories, "
         f"{r.pending} pending, peak {_mib(r.peak_kib)} (private {_mib(r.peak_private_kib)}), stored in "
         f"{r.store_s:.0f} s"
-        + (f", formed at {r.rate:.0f} exchanges/s" if remember else "")
+        + (
+            f", formed at {r.rate:.0f} exchanges/s ({r.rate_between(0, 0.2):.0f} over its first fifth, "
+            f"{r.rate_between(0.8, 1):.0f} over its last)"
+            if remember
+            else ""
+        )
         + ("" if r.code == 0 else f" ({r.said[:160]})")
         for r in runs
     )
