@@ -9,7 +9,7 @@ import multiprocessing
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from testkit.llm_server import LLMTestServer
+from testkit.llm_server import LLMTestServer, answering_each
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,8 @@ class ServerStats:
 
 
 class BenchServer:
-    """The LLM test server answering every call with `reply`, in a child process or in this one."""
+    """The LLM test server answering `reply` for each exchange of every call, in a child process or in
+    this one."""
 
     def __init__(self, *, latency: float, limit: int, reply: str, in_process: bool) -> None:
         self.latency, self.limit, self.reply, self.in_process = latency, limit, reply, in_process
@@ -32,7 +33,7 @@ class BenchServer:
     async def __aenter__(self) -> BenchServer:
         if self.in_process:
             self._local = LLMTestServer(
-                latency=self.latency, concurrency_limit=self.limit, responder=lambda _: self.reply
+                latency=self.latency, concurrency_limit=self.limit, responder=answering_each(self.reply)
             )
             await self._local.__aenter__()
             self.base_url = self._local.base_url
@@ -75,7 +76,8 @@ def _serve(conn: Connection, latency: float, limit: int, reply: str) -> None:
 
 
 async def _serve_until_stopped(conn: Connection, latency: float, limit: int, reply: str) -> None:
-    async with LLMTestServer(latency=latency, concurrency_limit=limit, responder=lambda _: reply) as server:
+    server = LLMTestServer(latency=latency, concurrency_limit=limit, responder=answering_each(reply))
+    async with server:
         conn.send(server.base_url)
         while (command := await asyncio.to_thread(conn.recv)) != "stop":
             conn.send(_stats(server, command == "reset"))

@@ -68,7 +68,7 @@ How the harder cases are arranged:
   local index. What is done instead: four `personae worker` processes share the PostgreSQL and its
   backlog, each with an Edge index of its own (its own `PERSONAE_DATA_DIR`); they claim
   conversations with an advisory lock (skipped when held), and "formed once" is checked where it lives, in
-  PostgreSQL (one memory per exchange, one summarizer call per exchange). The deployment's index is
+  PostgreSQL (one memory per exchange, each exchange summarized once). The deployment's index is
   then built by one process, `personae reindex`, and checked with `personae reindex --check`.
   With a Qdrant server (`QDRANT_URL`) the workers would write the one index directly.
 - **Large imports**: `personae import` runs as a subprocess on generated transcripts of short lines

@@ -37,11 +37,16 @@ def scope_of(p: Personality | None) -> str:
 
 
 def _storage_lines(stats: MemoryStats) -> list[str]:
-    return [
+    lines = [
         f"Memories: {stats.memories}",
         f"Storage: {characters(stats.stored_chars)} (verbatim would be {characters(stats.source_chars)}, "
         f"saving {stats.saving_percent:.0f}%)",
     ]
+    if stats.verbatim_chars:
+        lines.append(f"Verbatim kept (hybrid, pinned, corrected): {characters(stats.verbatim_chars)}")
+    if failed := stats.fallback_line():
+        lines.append(f"Summaries: {failed}")
+    return lines
 
 
 def personality_status(
@@ -172,8 +177,8 @@ def describe_model(config: LLMConfig | None, model: str | None, fallback: str) -
     return f"`{model}`" if model else fallback
 
 
-def personality_card(p: Personality, *, show_prompt: bool) -> str:
-    """A personality's settings; its prompt only for those who manage it."""
+def personality_card(p: Personality, *, show_prompt: bool, stats: MemoryStats | None = None) -> str:
+    """A personality's settings; its prompt and memory storage only for those who manage it."""
     summarizer_prompt = "custom" if p.summarizer_prompt_id else "default"
     lines = [
         f"**{p.display_name}** (`{p.name}`)",
@@ -190,6 +195,8 @@ def personality_card(p: Personality, *, show_prompt: bool) -> str:
         preview = p.system_prompt[:PROMPT_PREVIEW_CHARS]
         ellipsis = "…" if len(p.system_prompt) > PROMPT_PREVIEW_CHARS else ""
         lines.append(f"Prompt: {preview}{ellipsis}")
+    if stats is not None:
+        lines.extend(_storage_lines(stats))
     return "\n".join(lines)
 
 
@@ -233,5 +240,5 @@ def resummarize_report(p: Personality, report: FormationReport) -> str:
     return (
         f"Re-summarized {report.memories} of {report.exchanges} memories of {p.display_name}; "
         f"{report.extractive} left as they were (summarizer unavailable), "
-        f"{report.fidelity_misses} kept their original text for fidelity."
+        f"{report.fidelity_misses} carry the facts their summary dropped."
     )

@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -23,6 +23,7 @@ from memory.concurrency import AdaptiveLimit, LimitStats, Slot
 from memory.retry import (
     LLMConfigError,
     LLMUnavailableError,
+    NoChoicesError,
     RetryPolicy,
     classify_llm_error,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "LLMClient",
     "LLMConfigError",
     "LLMUnavailableError",
+    "NoChoicesError",
     "RetryPolicy",
     "classify_llm_error",
     "load_litellm",
@@ -50,6 +52,14 @@ DEFAULT_CONCURRENCY_CEILING = 64
 # Slack on top of cfg.timeout for our own guard: litellm's timeout should fire first, ours only catches
 # a provider integration that ignores it.
 _GUARD_SLACK = 5.0
+# A stream that sends no text for this long (or cfg.timeout, if shorter) is cut: empty deltas keep a
+# connection alive without answering. The whole stream must end within STREAM_TOTAL_TIMEOUTS times
+# cfg.timeout of its opening.
+STREAM_IDLE_SECONDS = 20.0
+STREAM_TOTAL_TIMEOUTS = 2
+# Sent as the key to an endpoint given without one: local OpenAI-compatible servers (LM Studio,
+# llama.cpp, vLLM) ignore it, and the OpenAI SDK refuses to send a request with no key at all.
+PLACEHOLDER_API_KEY = "no-key"
 
 
 @functools.cache
@@ -85,6 +95,7 @@ class LLMClient:
         max_retries: int = 3,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
+        stream_idle_seconds: float = STREAM_IDLE_SECONDS,
     ) -> None:
         if max_concurrency_per_provider < 1 or initial_concurrency < 1:
             raise ValueError("max_concurrency_per_provider and initial_concurrency must be at least 1")
@@ -94,6 +105,7 @@ class LLMClient:
             max_retries=max(0, max_retries), backoff_base=backoff_base, backoff_max=backoff_max
         )
         self._limits: dict[tuple[str, str | None], AdaptiveLimit] = {}
+        self.stream_idle_seconds = stream_idle_seconds
 
     # ----------------------------------------------------------------- public API
 
@@ -121,35 +133,47 @@ class LLMClient:
                 raise
             finally:
                 slot.release()
+            if not response.choices:
+                raise NoChoicesError("the provider answered with no choices")
             content = response.choices[0].message.content
             return content if isinstance(content, str) else ""
 
-        return await self.retry.call(cfg.model, cfg.timeout, attempt)
+        with _naming_the_setting(cfg):
+            return await self.retry.call(cfg.model, cfg.timeout, attempt)
 
     async def stream(
         self, cfg: ModelConfig, messages: list[dict[str, str]], *, max_tokens: int | None = None
     ) -> AsyncGenerator[str, None]:
-        """Yield the reply in text deltas; retried only until the first text arrives."""
+        """Yield the reply in text deltas; retried only until the first text arrives.
+
+        The stream is cut with LLMUnavailableError when no text comes for `stream_idle_seconds` (or
+        cfg.timeout, if shorter), or when it has not ended within STREAM_TOTAL_TIMEOUTS x cfg.timeout of
+        its opening (a long reply streams for longer than one call takes to answer).
+        """
         litellm = load_litellm()
         self._check_model(cfg.model, cfg.api_base)
         kwargs = self._call_kwargs(cfg, max_tokens)
         limit = self.limit_for(cfg.provider, cfg.api_base)
+        idle = min(cfg.timeout, self.stream_idle_seconds)
+        loop = asyncio.get_running_loop()
 
         tried = False
 
-        async def open_stream() -> tuple[Any, str | None, Slot]:
+        async def open_stream() -> tuple[Any, str | None, Slot, float]:
             nonlocal tried
             # The slot stays taken for the whole stream, so it is released here only on failure.
             slot = await limit.acquire(retry=tried)
             tried = True
             response: Any = None
+            opened = loop.time()
             try:
                 async with asyncio.timeout(cfg.timeout + _GUARD_SLACK):
                     response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
+                async with asyncio.timeout(idle):
                     first = await _next_text(response)
                 # No latency sample: a stream's first text comes sooner than a whole reply would.
                 slot.succeeded(sample_latency=False)
-                return response, first, slot
+                return response, first, slot, opened
             except BaseException as exc:
                 if isinstance(exc, Exception):
                     report_failure(slot, exc, cfg.timeout)
@@ -158,14 +182,22 @@ class LLMClient:
                     await _close_stream(response)
                 raise
 
-        response, first, slot = await self.retry.call(cfg.model, cfg.timeout, open_stream)
+        with _naming_the_setting(cfg):
+            response, first, slot, opened = await self.retry.call(cfg.model, cfg.timeout, open_stream)
+        total = STREAM_TOTAL_TIMEOUTS * cfg.timeout
+        deadline = opened + total
         try:
             if first is None:
                 return
             yield first
             while True:
+                wait = min(idle, deadline - loop.time())
                 try:
-                    text = await _next_text(response)
+                    async with asyncio.timeout(max(0.0, wait)):
+                        text = await _next_text(response)
+                except TimeoutError as exc:
+                    reason = f"no text for {idle:g} s" if wait >= idle else f"not done within {total:g} s"
+                    raise LLMUnavailableError(cfg.model, f"stream cut: {reason} (partial answer)") from exc
                 except Exception as exc:
                     failure = classify_llm_error(exc, cfg.timeout)
                     if failure is None:
@@ -193,6 +225,17 @@ class LLMClient:
         self._check_model(model, None)
 
     # ----------------------------------------------------------------- internals
+
+    def _check_key(self, cfg: ModelConfig) -> None:
+        """Raise LLMConfigError when the provider needs a key that neither the config nor the
+        environment gives (no request is sent: it could only fail)."""
+        if cfg.api_key or cfg.api_base:
+            return
+        missing = _missing_keys(cfg.model)
+        if missing:
+            setting = cfg.key_setting or missing[0]
+            reason = f"missing API key (set {setting})"
+            raise LLMConfigError(f"LLM {cfg.model}: {reason}", reason=reason, fix="key")
 
     def _check_model(self, model: str, api_base: str | None) -> None:
         if not model or not model.strip() or model != model.strip():
@@ -223,10 +266,11 @@ class LLMClient:
         return [limit.stats() for limit in self._limits.values()]
 
     def _call_kwargs(self, cfg: ModelConfig, max_tokens: int | None) -> dict[str, Any]:
+        self._check_key(cfg)
         return {
             "model": cfg.model,
             "api_base": cfg.api_base,
-            "api_key": cfg.api_key,
+            "api_key": cfg.api_key or (PLACEHOLDER_API_KEY if cfg.api_base else None),
             "temperature": cfg.temperature,
             "max_tokens": max_tokens or cfg.max_tokens,
             "timeout": cfg.timeout,
@@ -236,6 +280,30 @@ class LLMClient:
             # Models that reject a parameter (temperature on reasoning models) still answer.
             "drop_params": True,
         }
+
+
+@functools.lru_cache(maxsize=64)
+def _missing_keys(model: str) -> list[str]:
+    """The API key variables litellm wants for `model` and finds neither given nor in the environment."""
+    try:
+        found = load_litellm().validate_environment(model)
+    except Exception:
+        return []  # unknown to litellm: the provider check says so
+    return [key for key in found.get("missing_keys") or [] if key.endswith("_KEY")]
+
+
+@contextlib.contextmanager
+def _naming_the_setting(cfg: ModelConfig) -> Iterator[None]:
+    """Add to a configuration error the setting that fixes it (SUMMARIZER_API_KEY, an LLM config)."""
+    try:
+        yield
+    except LLMConfigError as exc:
+        setting = {"key": cfg.key_setting, "model": cfg.model_setting}.get(exc.fix or "")
+        if setting is None or setting in str(exc):
+            raise
+        verb = "set" if exc.reason == "missing API key" else "check"
+        reason = f"{exc.reason} ({verb} {setting})"
+        raise LLMConfigError(f"LLM {cfg.model}: {reason}", reason=reason, fix=exc.fix) from exc
 
 
 def report_failure(slot: Slot, exc: BaseException, timeout: float) -> None:

@@ -33,7 +33,19 @@ class LLMError(Exception):
 
 
 class LLMConfigError(LLMError, InvalidInputError):
-    """The model string, provider, key or model name is wrong: retrying cannot help."""
+    """The model string, provider, key or model name is wrong: retrying cannot help.
+
+    `reason` is the message without the model's name, for reports that count failures by reason.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+        self.fix = fix  # what to set right: "key" or "model" (None: see the message)
+
+
+class NoChoicesError(LLMError):
+    """The provider answered 200 with no choice at all: an answer with nothing in it."""
 
 
 class LLMUnavailableError(LLMError):
@@ -57,6 +69,8 @@ def _error_detail(exc: BaseException) -> str:
     return _one_line(message, 160)
 
 
+# How litellm and the OpenAI SDK say that no key was given (litellm wraps it as a server error 500).
+_MISSING_KEY_RE = re.compile(r"Missing credentials|api_key client option must be set|No API key provided")
 # Statuses that mean "too many calls right now": 429, 503 and Anthropic's 529 "overloaded".
 _OVERLOADED = frozenset({429, 503, 529})
 
@@ -71,6 +85,8 @@ class LLMFailure:
     retry_after: float | None = None
     # The provider is overloaded (429, 503, 529) or too slow to answer: fewer calls should be in flight.
     congestion: bool = False
+    # For a configuration error, what to set right: "key" or "model".
+    fix: str | None = None
 
 
 def _retry_after_seconds(exc: BaseException) -> float | None:
@@ -100,14 +116,21 @@ def classify_llm_error(exc: BaseException, timeout: float) -> LLMFailure | None:
     import litellm
     import openai
 
+    if isinstance(exc, NoChoicesError):
+        return LLMFailure(False, "answered with no choices")
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return LLMFailure(True, f"timed out after {timeout:g} s", congestion=True)
+    if _MISSING_KEY_RE.search(str(exc)):
+        # litellm reports a key missing from the client as a server error 500; retrying cannot help.
+        return LLMFailure(False, "missing API key", config_error=True, fix="key")
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return LLMFailure(False, f"rejected the API key: {_error_detail(exc)}", config_error=True)
+        return LLMFailure(False, f"rejected the API key: {_error_detail(exc)}", config_error=True, fix="key")
     if isinstance(exc, openai.NotFoundError):
-        return LLMFailure(False, f"model not found: {_error_detail(exc)}", config_error=True)
+        return LLMFailure(False, f"model not found: {_error_detail(exc)}", config_error=True, fix="model")
     if isinstance(exc, litellm.LiteLLMUnknownProvider) or "LLM Provider NOT provided" in str(exc):
-        return LLMFailure(False, "unknown provider (use a litellm model string)", config_error=True)
+        return LLMFailure(
+            False, "unknown provider (use a litellm model string)", config_error=True, fix="model"
+        )
     if isinstance(exc, openai.RateLimitError):
         return LLMFailure(
             True,
@@ -191,7 +214,8 @@ class RetryPolicy:
             failure = failure_of(state.outcome.exception() if state.outcome else None)
             reason = failure.reason if failure else "failed"
             delay = state.next_action.sleep if state.next_action else 0.0
-            log.warning(
+            # INFO: a retry is routine; what fails past the retries is reported by the caller.
+            log.info(
                 "%s %s: %s; retry %d/%d in %.2f s",
                 config_label,
                 model,
@@ -222,7 +246,9 @@ class RetryPolicy:
             if failure is None:
                 raise
             if failure.config_error:
-                raise LLMConfigError(f"{config_label} {model}: {failure.reason}") from exc
+                raise LLMConfigError(
+                    f"{config_label} {model}: {failure.reason}", reason=failure.reason, fix=failure.fix
+                ) from exc
             reason = reason_prefix + failure.reason
             if failure.retryable:
                 reason += " (1 attempt)" if made == 1 else f" ({made} attempts)"

@@ -114,6 +114,10 @@ class ModelConfig:
     max_tokens: int = 512
     timeout: float = 60.0
     context_window: int | None = None
+    # Where the key and the model come from (`SUMMARIZER_API_KEY`, an LLM config's name): what an
+    # authentication or configuration error tells the user to set.
+    key_setting: str | None = None
+    model_setting: str | None = None
 
     @property
     def provider(self) -> str:

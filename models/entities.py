@@ -251,6 +251,8 @@ class Memory(Base):
     source_chars: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     summarized: Mapped[FalseByDefault]
     summarizer: Mapped[str] = mapped_column(String(200), server_default="verbatim")
+    # Why the summary is extractive, when it is (memory.formation.summarizer.FallbackReason).
+    summary_fallback: Mapped[str | None] = mapped_column(String(20))
     source_message_ids: Mapped[list[str]] = mapped_column(ARRAY(String(64)))
     occurred_at: Mapped[Timestamp]
     embedding_model: Mapped[str | None] = mapped_column(String(200))
@@ -267,6 +269,11 @@ class Memory(Base):
     __table_args__ = (
         CheckConstraint("mode IN ('verbatim', 'summarized', 'hybrid')", name="mode"),
         CheckConstraint("state IN ('formed', 'indexed', 'deleted')", name="state"),
+        CheckConstraint(
+            "summary_fallback IN ('no_model', 'config', 'unreachable', 'refused', 'invented', "
+            "'other_user', 'unparseable')",
+            name="summary_fallback",
+        ),
         # The owner's memories, and within them one conversation's in time order: recall's neighbours
         # of a hit are read by this index, not by a scan of a heavy user's every memory.
         Index("ix_memories_owner_thread", "personality_id", "user_id", "conversation_id", "occurred_at"),

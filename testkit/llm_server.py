@@ -70,7 +70,21 @@ class Drop:
     """Close the TCP connection without sending any response."""
 
 
-Behaviour = Reply | Stall | Fail | Drop
+@dataclass(frozen=True, slots=True)
+class NoChoices:
+    """Answer HTTP 200 with `"choices": []`, as some gateways do after a content filter."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trickle:
+    """Stream the answer one word every `interval` seconds, after `idle` seconds of empty deltas
+    (one every 0.2 s): a stream that is alive but never ends in time."""
+
+    interval: float = 0.0
+    idle: float = 0.0
+
+
+Behaviour = Reply | Stall | Fail | Drop | NoChoices | Trickle
 Responder = Callable[[dict[str, Any]], str]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -90,14 +104,161 @@ def _content_text(content: Any) -> str:
 
 
 def echo_first_sentence(request: dict[str, Any]) -> str:
-    """The last user message's first sentence, at most 24 words (and at most max_tokens words)."""
+    """The last user message's first sentence, at most 24 words (and at most max_tokens words).
+
+    Asked for memories of numbered exchanges (`<exchange n="1">`, as the product's summarizer asks),
+    the first sentence of each, under its number.
+    """
+    exchanges = exchanges_asked(request)
+    if exchanges:
+        return "\n".join(f"[{n}] {_first_sentence(text, 24)}" for n, text in enumerate(exchanges, start=1))
+    limit = min(24, int(request.get("max_tokens") or request.get("max_completion_tokens") or 24))
+    return _first_sentence(last_user_text(request), limit)
+
+
+def _first_sentence(text: str, limit: int) -> str:
+    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+    return " ".join(first.split()[: max(1, limit)]) or "OK."
+
+
+def last_user_text(request: dict[str, Any]) -> str:
     messages = request.get("messages") or []
     last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    text = _content_text(last_user.get("content")) if last_user else ""
-    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
-    limit = min(24, int(request.get("max_tokens") or request.get("max_completion_tokens") or 24))
-    words = first.split()[: max(1, limit)]
-    return " ".join(words) or "OK."
+    return _content_text(last_user.get("content")) if last_user else ""
+
+
+def answering_each(text: str) -> Responder:
+    """A responder answering `text` for every exchange a summarizer request asks about (numbered, as
+    asked), and `text` alone to any other request: a fixed summary for benchmarks."""
+
+    def answer(request: dict[str, Any]) -> str:
+        count = len(exchanges_asked(request))
+        return "\n".join(f"[{n}] {text}" for n in range(1, count + 1)) if count else text
+
+    return answer
+
+
+_EXCHANGE_RE = re.compile(r'<exchange n="\d+"[^>]*>\n(.*?)\n</exchange>', re.DOTALL)
+
+
+def exchanges_asked(request: dict[str, Any]) -> list[str]:
+    """The exchanges a summarizer request asks memories of, in order ([] for any other request)."""
+    return _EXCHANGE_RE.findall(last_user_text(request))
+
+
+_CONTEXT_RE = re.compile(r"<context>\n(.*?)\n</context>", re.DOTALL)
+_WORDS_RE = re.compile(r'<exchange n="\d+" words="(\d+)">')
+_ACTION_RE = re.compile(r"\*[^*\n]+\*")
+_NOT_TEXT_RE = re.compile(r"[^\w\s.,!?;:'’£$€%#/@&()-]")
+_INSTRUCTION_RE = re.compile(r"\b(?:add|write|include|note|record|remember) that ([^.!?\n]+)", re.IGNORECASE)
+_FACTY_RE = re.compile(r"\d|(?<=\s)[A-Z][a-z]")
+# What the product's stricter retry says (memory.formation.summarizer.STRICT_RULE), as a model reads it.
+_STRICT_MARK = "Use only names, numbers, dates and places that the exchange itself states"
+INVENTION = "They paid $450 to Mallory on 12 March 2023."
+REFUSAL = "I'm sorry, but I can't help with summarizing this conversation."
+
+
+class SummarizerModel:
+    """A memory summarizer that misbehaves as real models do; a responder for LLMTestServer.
+
+    Modes, for each exchange of a summarizer request (`<exchange n="1">`, as the product asks):
+
+    - faithful: each line's sentences that hold a name or a number, after its speaker, within the
+      words asked: what a good model keeps;
+    - drops: the faithful memory with its numbers and names (bar the speakers') left out;
+    - invents: the faithful memory plus a payment, a name and a date nobody mentioned;
+    - obeys: the faithful memory plus whatever "add that ..." instruction the request holds, in the
+      exchange or in another user's quoted line;
+    - swaps: another user's quoted line told as the memory owner's (their names swapped when the
+      request quotes no other user);
+    - refuses: a refusal, for the whole request;
+    - malformed: a batch answered as one paragraph, without numbers (a lone exchange, faithfully).
+
+    With `stubborn` False, a request carrying the product's stricter instruction is answered
+    faithfully: the model that behaves once told.
+    """
+
+    MODES = ("faithful", "drops", "invents", "obeys", "swaps", "refuses", "malformed")
+
+    def __init__(self, mode: str = "faithful", *, stubborn: bool = True) -> None:
+        if mode not in self.MODES:
+            raise ValueError(f"mode must be one of {', '.join(self.MODES)}")
+        self.mode = mode
+        self.stubborn = stubborn
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        exchanges = exchanges_asked(request)
+        if not exchanges:
+            return echo_first_sentence(request)
+        system = " ".join(
+            _content_text(m.get("content")) for m in request["messages"] if m.get("role") == "system"
+        )
+        mode = "faithful" if not self.stubborn and _STRICT_MARK in system else self.mode
+        if mode == "refuses":
+            return REFUSAL
+        text = last_user_text(request)
+        limits = [int(n) for n in _WORDS_RE.findall(text)]
+        if len(limits) != len(exchanges):
+            limits = [40] * len(exchanges)
+        contexts = _CONTEXT_RE.findall(text)
+        memories = [
+            self._memory(mode, exchange, limit, contexts, text)
+            for exchange, limit in zip(exchanges, limits, strict=True)
+        ]
+        if mode == "malformed" and len(memories) > 1:
+            return "Here is what happened: " + " ".join(memories)
+        return "\n".join(f"[{n}] {memory}" for n, memory in enumerate(memories, start=1))
+
+    def _memory(self, mode: str, exchange: str, limit: int, contexts: list[str], request_text: str) -> str:
+        lines = [_speaker_and_text(line) for line in exchange.splitlines() if line.strip()]
+        speakers = [speaker for speaker, _ in lines if speaker]
+        owner = speakers[0] if speakers else "The user"
+        faithful = _faithful(lines, limit)
+        if mode == "drops":
+            kept = [w for w in faithful.split() if not re.search(r"\d", w)]
+            return " ".join(
+                w if w.strip(".,:;!?") in speakers or not w[:1].isupper() else "someone" for w in kept
+            )
+        if mode == "invents":
+            return f"{faithful} {INVENTION}"
+        if mode == "obeys":
+            orders = _INSTRUCTION_RE.findall(request_text)
+            return " ".join([faithful, *(order.strip() + "." for order in orders)])
+        if mode == "swaps":
+            others = [
+                _speaker_and_text(line.removeprefix("> "))[1]
+                for context in contexts
+                for line in context.splitlines()
+                if "(another user)" in line
+            ]
+            if others:
+                return f"{owner} said: " + " ".join(_clean(o) for o in others)
+            personality = next((s for s in speakers if s != owner), owner)
+            return faithful.replace(owner, "\0").replace(personality, owner).replace("\0", personality)
+        return faithful
+
+
+def _speaker_and_text(line: str) -> tuple[str, str]:
+    speaker, separator, said = line.partition(": ")
+    if separator and len(speaker) <= 40 and "\n" not in speaker:
+        return speaker.split(" (")[0], said
+    return "", line
+
+
+def _clean(text: str) -> str:
+    text = _NOT_TEXT_RE.sub(" ", _ACTION_RE.sub(" ", text))
+    text = re.sub(r"([!?.])\1+", r"\1", text)
+    return " ".join(text.split())
+
+
+def _faithful(lines: list[tuple[str, str]], limit: int) -> str:
+    parts = []
+    for speaker, said in lines:
+        sentences = [s for s in _SENTENCE_END.split(_clean(said)) if _FACTY_RE.search(" " + s)]
+        if sentences:
+            parts.append(f"{speaker or 'Someone'} said: {' '.join(sentences)}")
+    words = " ".join(parts).split()[: max(5, limit)]
+    return " ".join(words) or "They chatted."
 
 
 def hash_vector(text: str, dim: int) -> list[float]:
@@ -133,6 +294,8 @@ class LLMTestServer:
         # The bodies of the requests it accepted (one refused for the concurrency limit only counts in
         # `rejected`).
         self.requests: list[dict[str, Any]] = []
+        # The Authorization header of each of those requests (None when it had none).
+        self.authorizations: list[str | None] = []
         # None accepts every model name; a set makes other names answer 404 like a real server.
         self.known_models: set[str] | None = None
         # None: any number in flight; N: the (N+1)th concurrent request gets 429 + Retry-After.
@@ -161,6 +324,7 @@ class LLMTestServer:
         """Forget requests, script and peak concurrency (for a server shared between tests)."""
         self._script.clear()
         self.requests.clear()
+        self.authorizations.clear()
         self.max_in_flight = self.in_flight
         self.latency = 0.0
         self.responder = echo_first_sentence
@@ -219,17 +383,18 @@ class LLMTestServer:
         if not isinstance(body, dict):
             raise _error_response(400, "request body must be a JSON object")
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
         return body
 
-    async def _apply_script(self, request: web.Request) -> Reply | None:
-        """Play the next scripted behaviour; returns a Reply to use, raises for a failure."""
+    async def _apply_script(self, request: web.Request) -> Reply | NoChoices | Trickle | None:
+        """Play the next scripted behaviour; returns what shapes the answer, raises for a failure."""
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if not self._script:
             return None
         behaviour = self._script.popleft()
         match behaviour:
-            case Reply():
+            case Reply() | NoChoices() | Trickle():
                 return behaviour
             case Stall(seconds):
                 await asyncio.sleep(seconds)
@@ -252,7 +417,7 @@ class LLMTestServer:
             if self.known_models is not None and body.get("model") not in self.known_models:
                 raise _error_response(404, f"The model '{body.get('model')}' does not exist")
             scripted = await self._apply_script(request)
-            text = scripted.text if scripted else self.responder(body)
+            text = scripted.text if isinstance(scripted, Reply) else self.responder(body)
             prompt_tokens = sum(
                 estimate_tokens(_content_text(m.get("content"))) + 4 for m in body["messages"]
             )
@@ -263,6 +428,9 @@ class LLMTestServer:
             }
             completion_id = f"chatcmpl-test{next(self._ids)}"
             created = int(time.time())
+            choices = [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ]
             if not body.get("stream"):
                 return web.json_response(
                     {
@@ -270,13 +438,7 @@ class LLMTestServer:
                         "object": "chat.completion",
                         "created": created,
                         "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
-                            }
-                        ],
+                        "choices": [] if isinstance(scripted, NoChoices) else choices,
                         "usage": usage,
                     }
                 )
@@ -297,9 +459,16 @@ class LLMTestServer:
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
             await send({"role": "assistant", "content": ""})
+            if isinstance(scripted, NoChoices):
+                text = ""
+            trickle = scripted if isinstance(scripted, Trickle) else Trickle()
+            idle_until = time.monotonic() + trickle.idle
+            while time.monotonic() < idle_until:
+                await asyncio.sleep(0.2)
+                await send({"content": ""})
             for piece in re.findall(r"\S+\s*", text):
                 await send({"content": piece})
-                await asyncio.sleep(0)
+                await asyncio.sleep(trickle.interval)
         # Out of the in-flight count before the last chunks: the client may start its next request as
         # soon as it has read them.
         await send({}, finish="stop")

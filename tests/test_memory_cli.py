@@ -268,6 +268,26 @@ def test_a_jsonl_import_still_needs_its_personality(
     assert (code, err) == (1, "personae: Line 1: the line names no personality: pass --personality NAME.\n")
 
 
+def test_a_broken_summarizer_is_reported_in_one_line(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUMMARIZER_MODEL set without a key: the import says why every summary is extractive, once,
+    instead of a warning per exchange in the progress bar; `memory stats` counts them by reason."""
+    monkeypatch.setenv("SUMMARIZER_MODEL", "openai/gpt-4o-mini")
+    for variable in ("SUMMARIZER_API_KEY", "SUMMARIZER_API_BASE", "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    assert run(capsys, "personality", "create", "Sage", "--memory-mode", "summarized")[0] == 0
+
+    code, out, err = run(capsys, "import", str(SAGE), "--personality", "sage")
+    assert code == 0, err
+    assert "summarizer failed for 11 of 12 exchanges: missing API key (set SUMMARIZER_API_KEY)" in out
+    assert err.count("WARNING") <= 1
+
+    code, out, _ = run(capsys, "memory", "stats", "--personality", "sage")
+    assert code == 0
+    assert "summarizer failed for 11 of 12 exchanges: configuration error" in out
+
+
 def test_a_file_in_the_other_format_is_named_with_the_option_that_reads_it(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

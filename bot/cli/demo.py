@@ -25,9 +25,8 @@ DEMO_RECALLS = (
 )
 NO_SUMMARIZER_NOTE = (
     "\nNo SUMMARIZER_MODEL is set, so Sage's summaries are extractive: sentences picked, not"
-    "\nrewritten, and those that dropped a name, number or date keep their verbatim text too"
-    "\n(MISSES), which is why they save little. Set SUMMARIZER_MODEL (e.g. ollama/llama3.1 or"
-    "\nopenai/gpt-4o-mini), then"
+    "\nrewritten; a name, number or date they dropped is carried in the memory's text (CARRYING)."
+    "\nSet SUMMARIZER_MODEL (e.g. ollama/llama3.1 or openai/gpt-4o-mini), then"
     "\n`personae resummarize --personality sage`."
 )
 

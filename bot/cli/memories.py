@@ -186,6 +186,7 @@ def _first_line(path: Path) -> str:
 
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
     from memory.errors import InvalidInputError
+    from memory.formation.stats import fallback_line
     from memory.types import MemoryMode
 
     user = check_id(args.user, "--user")
@@ -216,10 +217,7 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
     f = report.formation
     print(f"messages read:   {report.messages_read} ({report.messages_new} new)")
     print(f"exchanges:       {report.exchanges}")
-    print(
-        f"memories stored: {f.memories} "
-        f"({f.extractive} extractive, {f.fidelity_misses} kept verbatim for fidelity)"
-    )
+    print(f"memories stored: {f.memories} ({f.extractive} extractive, {f.fidelity_misses} carrying facts)")
     print(f"skipped lines:   {len(skipped)}")
     shown = skipped if args.all_skipped or args.verbose else skipped[:SKIPPED_SHOWN]
     for line in shown:
@@ -228,6 +226,8 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
         print(f"  ... and {len(skipped) - len(shown)} more (-v lists them all)")
     if f.skipped:
         print(f"not remembered:  {f.skipped} exchanges (memory is off for their user or the personality)")
+    if failed := fallback_line(f.fallbacks, f.memories, f.fallback_details):
+        print(failed)
 
 
 def recalled_json(query: str, memories: list[RecalledMemory]) -> str:
@@ -319,6 +319,8 @@ async def cmd_reindex(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.formation.stats import fallback_line
+
     personality = await runtime.personalities.get(args.personality)
     memory = runtime.memory
     stats = await memory.stats(personality_id=personality.id)
@@ -326,9 +328,10 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
     report = await memory.resummarize(personality.id, progress=progress("Re-summarizing")(todo))
     print(
         f"Re-summarized {report.memories} of {report.exchanges} memories; "
-        f"{report.extractive} left as they were (summarizer unavailable), "
-        f"{report.fidelity_misses} kept verbatim for fidelity."
+        f"{report.extractive} left as they were, {report.fidelity_misses} carrying facts."
     )
+    if failed := fallback_line(report.fallbacks, report.exchanges, report.fallback_details):
+        print(failed)
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:

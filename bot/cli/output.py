@@ -112,17 +112,20 @@ def print_stats(stats: MemoryStats) -> None:
     """Memories by mode and summarizer with the characters they store, then the work still pending."""
     print(
         f"{'MODE':<11} {'SUMMARIZER':<24} {'MEMORIES':>8} {'VERBATIM CHARS':>14} {'STORED CHARS':>12} "
-        f"{'SAVING':>7} {'MISSES':>6}"
+        f"{'SAVING':>7} {'CARRYING':>8} {'VERBATIM KEPT':>13}"
     )
     for row in stats.rows:
         print(
             f"{row.mode:<11} {row.summarizer[:24]:<24} {row.memories:>8} {row.source_chars:>14,} "
-            f"{row.stored_chars:>12,} {row.saving_percent:>6.1f}% {row.fidelity_misses:>6}"
+            f"{row.stored_chars:>12,} {row.saving_percent:>6.1f}% {row.fidelity_misses:>8} "
+            f"{row.verbatim_chars:>13,}"
         )
     print(
         f"{'total':<36} {stats.memories:>8} {stats.source_chars:>14,} {stats.stored_chars:>12,} "
-        f"{stats.saving_percent:>6.1f}%"
+        f"{stats.saving_percent:>6.1f}% {'':>8} {stats.verbatim_chars:>13,}"
     )
+    if failed := stats.fallback_line():
+        print(failed)
     print(
         f"pending: {stats.pending_messages} messages not yet remembered, "
         f"{stats.unindexed_memories} memories not yet indexed"

@@ -93,8 +93,9 @@ class ProfileCommands(CommandPart):
     async def info(self, interaction: Interaction, personality: str) -> None:
         p = await self.runtime.personalities.get_detailed(personality)
         manager = self.runtime.personalities.can_manage(p, user_id_of(interaction))
+        stats = await self.runtime.memory.stats(personality_id=p.id) if manager else None
         await interaction.response.send_message(
-            replies.personality_card(p, show_prompt=manager), ephemeral=True
+            replies.personality_card(p, show_prompt=manager, stats=stats), ephemeral=True
         )
 
     @command("list", "List the personalities on this bot", mine="Only the personalities you own")

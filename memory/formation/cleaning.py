@@ -12,8 +12,6 @@ import re
 
 import emoji
 
-from memory.conversations import storable_text
-
 # --- Protecting what must survive cleaning -------------------------------------------------------
 
 # Private-use code points: Discord renders nothing meaningful for them, so they are safe as sentinels
@@ -238,6 +236,9 @@ _LEAD_IN_RE = re.compile(
     )""",
     re.IGNORECASE | re.VERBOSE,
 )
+# A code point of the surrogate range in a `str` is always a lone half (a pair decodes to one code
+# point): JSON may carry one (`"\ud83d"`), and UTF-8 cannot encode it, so the embedder would fail.
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "”": "”", "‘": "’", "«": "»", "»": "«", "„": "“", "「": "」"}
 _INNER_APOSTROPHE_RE = re.compile(r"(?<=\w)['’](?=\w)")
 
@@ -278,9 +279,11 @@ def _unwrap_quotes(text: str) -> str:
 
 
 def clean_summary_output(text: str) -> str:
-    """Strip template tokens, reasoning, lead-ins like "Summary:" and wrapping quotes from an LLM answer."""
-    # A NUL or a lone surrogate would stop the memory at its embedding, and at its row, every pass.
-    text = _drop_reasoning(strip_chat_template_tokens(storable_text(text))).strip()
+    """Strip template tokens, reasoning, lead-ins like "Summary:", wrapping quotes, lone surrogates
+    and NULs from an LLM answer (either would stop the memory at its embedding or its row, every pass)."""
+    text = _drop_reasoning(
+        strip_chat_template_tokens(_LONE_SURROGATE_RE.sub("", text.replace("\x00", "")))
+    ).strip()
     for _ in range(8):  # "Sure! Here is the summary:\n\nSummary: ..." needs several rounds
         before = text
         text = _unwrap_quotes(_LEAD_IN_RE.sub("", text, count=1).strip())

@@ -25,7 +25,7 @@ _SHORT_SENTENCE_TOKENS = 4
 _SHORT_SENTENCE_PENALTY = 0.5
 
 
-def _split_sentences(text: str) -> list[tuple[str, str]]:
+def split_sentences(text: str) -> list[tuple[str, str]]:
     """Return (sentence, separator before it) pairs; the separator is "\n" or " "."""
     pieces: list[tuple[str, str]] = []
     position = 0
@@ -66,7 +66,7 @@ def extractive_summary(text: str, max_tokens: int) -> str:
     budget = max(1, max_tokens)
     if not cleaned or count_tokens(cleaned) <= budget:
         return cleaned
-    sentences = _split_sentences(cleaned)
+    sentences = split_sentences(cleaned)
     count = len(sentences)
     tokens = [count_tokens(s) for s, _ in sentences]
     facts = [extract_key_facts(s) for s, _ in sentences]

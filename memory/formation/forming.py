@@ -13,23 +13,22 @@ them 'formed' for `index_pending`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Collection, Coroutine
+from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from sqlalchemy import BigInteger, Select, exists, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
+from memory.formation.exchanges import Exchange
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
 from memory.formation.pipeline import AHEAD, Read, run_pipeline
-from memory.formation.shaping import Shaped, memory_row, shape_exchange
-from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
+from memory.formation.shaping import Shaped, memory_row, shape_exchanges
+from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
 from memory.recall.store import MemoryStore, memory_point, upsert_memories
 from memory.types import MemoryMode, MessageRole, ProgressCallback
@@ -46,10 +45,14 @@ class FormationReport:
     memories: int = 0
     skipped: int = 0
     extractive: int = 0
+    # Memories whose summary dropped a key fact, carried in their text.
     fidelity_misses: int = 0
     # Messages marked done without a memory because they are excluded (incognito, forgotten).
     excluded: int = 0
     remembered_message_ids: list[str] = field(default_factory=list)
+    # Extractive summaries by why (memory.formation.summarizer.FallbackReason), and a failure's words.
+    fallbacks: Counter[str] = field(default_factory=Counter)
+    fallback_details: dict[str, str] = field(default_factory=dict)
 
     def add(self, other: FormationReport) -> None:
         self.exchanges += other.exchanges
@@ -59,6 +62,18 @@ class FormationReport:
         self.fidelity_misses += other.fidelity_misses
         self.excluded += other.excluded
         self.remembered_message_ids.extend(other.remembered_message_ids)
+        self.fallbacks.update(other.fallbacks)
+        for reason, detail in other.fallback_details.items():
+            self.fallback_details.setdefault(reason, detail)
+
+    def note_fallback(self, reason: str | None, detail: str | None) -> None:
+        """Count an extractive summary by its reason (the first failure's words kept for reports)."""
+        if reason is None:
+            return
+        self.extractive += 1
+        self.fallbacks[reason] += 1
+        if detail:
+            self.fallback_details.setdefault(reason, detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +81,7 @@ class _Batch:
     """A batch formed: its memories and their vectors to write, the messages its write marks, its
     report so far."""
 
-    formed: list[Shaped]
+    formed: Sequence[Shaped]
     vectors: list[list[float]]
     done: list[str]
     report: FormationReport
@@ -219,7 +234,7 @@ class MemoryFormation:
         if not done:
             return None
         report = FormationReport(exchanges=len(exchanges), excluded=len(grouping.excluded))
-        jobs = []
+        shaping: Awaitable[Sequence[Shaped]] | None = None
         if exchanges:
             personality = await session.scalar(
                 select(Personality)
@@ -243,6 +258,7 @@ class MemoryFormation:
             ).all()
             cfg = self._models.summarizer(personality)
             prompt = personality.summarizer_prompt.content if personality.summarizer_prompt else None
+            chosen: list[tuple[Exchange, MemoryMode]] = []
             for exchange in exchanges:
                 user_settings = [s for s in settings if s.user_id == exchange.user_id]
                 mode, _ = effective_mode(personality, user_settings)
@@ -251,29 +267,27 @@ class MemoryFormation:
                 if mode is None:
                     report.skipped += 1
                     continue
-                jobs.append(
-                    shape_exchange(
-                        exchange,
-                        mode,
-                        personality,
-                        cfg,
-                        prompt,
-                        summarizer=self._summarizer,
-                        min_summarize_tokens=self._min_summarize_tokens,
-                    )
-                )
+                chosen.append((exchange, mode))
+            shaping = shape_exchanges(
+                chosen,
+                personality,
+                cfg,
+                prompt,
+                summarizer=self._summarizer,
+                min_summarize_tokens=self._min_summarize_tokens,
+            )
         # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
         # and the next read sees rows as they are now, not as this one loaded them).
         session.expunge_all()
-        return Read(frozenset(done), self._form(jobs, done, report))
+        return Read(frozenset(done), self._form(shaping, done, report))
 
     async def _form(
-        self, jobs: list[Coroutine[Any, Any, Shaped]], done: list[str], report: FormationReport
+        self, shaping: Awaitable[Sequence[Shaped]] | None, done: list[str], report: FormationReport
     ) -> _Batch:
         """The batch shaped, then embedded: both before its write, so that a batch is embedded while
         the one before it is written and indexed (the embedder works in its threads, the write on
         the event loop and PostgreSQL), not after."""
-        formed = list(await asyncio.gather(*jobs))
+        formed = await shaping if shaping is not None else []
         vectors = await self._store.embedder.embed([f.content for f in formed]) if formed else []
         return _Batch(formed, vectors, done, report)
 
@@ -289,7 +303,7 @@ class MemoryFormation:
         rows = [memory_row(conversation, f, self._store.embedding_model) for f in formed]
         for item in formed:
             batch_report.memories += 1
-            batch_report.extractive += item.summarizer == EXTRACTIVE
+            batch_report.note_fallback(item.fallback, item.fallback_detail)
             batch_report.fidelity_misses += bool(item.misses)
             batch_report.remembered_message_ids.extend(m.external_id for m in item.exchange.user_messages)
         async with self._store.sessionmaker.begin() as session:

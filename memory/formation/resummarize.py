@@ -1,14 +1,15 @@
-"""Re-summarizing: memories kept verbatim, cleaned or extractive get the personality's LLM summary.
+"""Re-summarizing: memories kept verbatim or extractive get the personality's LLM summary.
 
 For a personality that turned summarization on, or whose summarizer was down when its memories
 formed. Resumable: each batch is committed, and a memory the LLM summarized is not picked again.
-A memory its user pinned keeps its verbatim words beside the summary; one its user corrected is
-left as they wrote it.
+The summary carries the facts it dropped, as formation's do (memory.formation.shaping). A memory its
+user pinned keeps its verbatim words beside the summary; one its user corrected is left as they
+wrote it. A memory whose summary the model could not make (or made wrong) is left as it was, and
+counted by reason.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 from sqlalchemy import case, literal, select, update
@@ -17,12 +18,11 @@ from sqlalchemy.orm import selectinload
 
 from memory.conversations import LoggedMessage
 from memory.errors import InvalidInputError
-from memory.formation.cleaning import strip_roleplay_formatting
+from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.exchanges import render_lines
-from memory.formation.fidelity import fidelity_misses
 from memory.formation.forming import FormationReport
-from memory.formation.shaping import VERBATIM
-from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
+from memory.formation.shaping import VERBATIM, memory_text
+from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer, ExchangeText
 from memory.owners.model_configs import ModelConfigResolver
 from memory.recall.store import MemoryStore, memory_point, point_fields
 from memory.types import MemoryMode, MemoryState, ProgressCallback
@@ -76,18 +76,24 @@ async def resummarize(
         if not memories:
             return report
         after = memories[-1].id
-        results = await asyncio.gather(
-            *(summarizer.summarize(sources[m.id], cfg=cfg, prompt=prompt) for m in memories)
+        names = (personality.display_name,)
+        results = await summarizer.summarize_exchanges(
+            [ExchangeText(sources[m.id], names=names) for m in memories], cfg=cfg, prompt=prompt
         )
-        improved = [(m, r) for m, r in zip(memories, results, strict=True) if not r.extractive]
+        improved = []
+        for memory, result in zip(memories, results, strict=True):
+            if result.reason is None:
+                cleaned = strip_roleplay_formatting(strip_chat_template_tokens(sources[memory.id]))
+                improved.append((memory, *memory_text(cleaned, result.text, names=names)))
+            else:
+                report.note_fallback(result.reason.value, result.detail)
         if improved:
-            vectors = await store.embedder.embed([r.text for _, r in improved])
+            vectors = await store.embedder.embed([content for _, content, _ in improved])
             written: set[uuid.UUID] = set()
             async with store.sessionmaker.begin() as session:
-                for memory, result in improved:
+                for memory, content, misses in improved:
                     source = sources[memory.id]
-                    misses = fidelity_misses(strip_roleplay_formatting(source), result.text)
-                    keep = mode is MemoryMode.HYBRID or bool(misses)
+                    keep = mode is MemoryMode.HYBRID
                     updated = await session.scalar(
                         update(Memory)
                         .where(
@@ -98,13 +104,14 @@ async def resummarize(
                         )
                         .values(
                             mode=mode.value,
-                            content=result.text,
+                            content=content,
                             # Pinned (even since it was read): its words are kept beside the summary.
                             content_verbatim=source
                             if keep
                             else case((Memory.pinned, literal(source)), else_=None),
                             summarized=True,
-                            summarizer=result.summarizer,
+                            summarizer=cfg.model,
+                            summary_fallback=None,
                             fidelity_misses=misses,
                             state=MemoryState.FORMED.value,
                             embedding_model=store.embedding_model,
@@ -116,14 +123,13 @@ async def resummarize(
                         report.fidelity_misses += bool(misses)
             await store.index_points(
                 [
-                    memory_point({**point_fields(m), "content": r.text}, v)
-                    for (m, r), v in zip(improved, vectors, strict=True)
+                    memory_point({**point_fields(m), "content": content}, v)
+                    for (m, content, _), v in zip(improved, vectors, strict=True)
                     if m.id in written
                 ]
             )
         report.exchanges += len(memories)
         report.memories += len(improved)
-        report.extractive += len(memories) - len(improved)
         if progress is not None:
             progress(len(memories))
 

@@ -1,27 +1,33 @@
-"""What one exchange is remembered as, and the memory row it makes.
+"""What an exchange is remembered as, and the memory row it makes.
 
 The mode its user and personality chose decides: verbatim (the exchange as said), cleaned (too short
-to gain from a summary), or summarized by the LLM, keeping the verbatim text too in hybrid mode or
-when the summary lost a fact. Kept apart from the batch machinery of memory.formation.forming: this is
-the only part that waits on the LLM, one exchange at a time.
+to gain from a summary), or summarized (by the LLM, or extractively), with the verbatim text kept too
+in hybrid mode. A summary that dropped a key fact carries it: the memory's text is the summary, then
+the cleaned sentences that hold the dropped facts, each after its speaker's name, so recall, the
+prompt and /memory show one text holding every fact. A summarized memory is never stored bigger than
+its cleaned exchange: when it would be, the cleaned exchange is the memory. Kept apart from the batch
+machinery of memory.formation.forming: this is the only part that waits on the LLM.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.exchanges import Exchange
-from memory.formation.fidelity import fidelity_misses
-from memory.formation.summarizer import ExchangeSummarizer
+from memory.formation.extractive import split_sentences
+from memory.formation.fidelity import Facts, key_facts, vocabulary
+from memory.formation.summarizer import ExchangeSummarizer, ExchangeText, Quoted, SummaryResult
 from memory.recall.store import memory_id
 from memory.tokens import count_tokens
-from memory.types import MemoryMode, MemoryState, ModelConfig
+from memory.types import MemoryMode, MemoryState, MessageRole, ModelConfig
 from models import Conversation, Personality
 
 CLEANED = "cleaned"
 VERBATIM = "verbatim"
+_LABEL = ": "
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,52 +40,150 @@ class Shaped:
     content_verbatim: str | None
     summarized: bool
     summarizer: str
-    misses: list[str]
+    misses: list[str]  # the key facts the summary dropped, carried in `content`
     source_chars: int
+    fallback: str | None = None  # why the summary is extractive (memory.formation.summarizer)
+    fallback_detail: str | None = None
 
 
-async def shape_exchange(
-    exchange: Exchange,
-    mode: MemoryMode,
+async def shape_exchanges(
+    exchanges: Sequence[tuple[Exchange, MemoryMode]],
     personality: Personality,
     cfg: ModelConfig | None,
     prompt: str | None,
     *,
     summarizer: ExchangeSummarizer,
     min_summarize_tokens: int,
-) -> Shaped:
-    """The exchange as its memory keeps it (see the module docstring)."""
-    verbatim = exchange.render(personality_name=personality.display_name)
-    # Characters, as Postgres `length()` counts the stored text: the storage figures compare alike.
-    source_chars = len(verbatim)
-    if mode is MemoryMode.VERBATIM:
-        return Shaped(exchange, mode, verbatim, None, False, VERBATIM, [], source_chars)
-    cleaned = strip_roleplay_formatting(strip_chat_template_tokens(verbatim))
-    if count_tokens(cleaned) < min_summarize_tokens:
-        # Too short to gain from a summary: the cleaned text is the memory (or the original,
-        # when cleaning left nothing worth searching, as with an emoji-only exchange).
-        content = cleaned if cleaned.strip() and len(cleaned) < len(verbatim) else verbatim
-        keep = verbatim if mode is MemoryMode.HYBRID else None
-        return Shaped(exchange, mode, content, keep, False, CLEANED, [], source_chars)
-    result = await summarizer.summarize(
-        verbatim,
-        cfg=cfg,
-        prompt=prompt,
-        context=exchange.render_context(personality_name=personality.display_name),
+) -> list[Shaped]:
+    """The exchanges as their memories keep them (see the module docstring), in order.
+
+    The exchanges to summarize go to the summarizer together, in the order they were said: in a
+    shared channel an exchange's context is then often the exchange before it, quoted once. Each
+    summary is checked against its own user's lines (memory.formation.summarizer).
+    """
+    name = personality.display_name
+    shaped: list[Shaped | None] = []
+    waiting: list[tuple[int, Exchange, MemoryMode, str, str]] = []
+    for exchange, mode in exchanges:
+        verbatim = exchange.render(personality_name=name)
+        # Characters, as Postgres `length()` counts the stored text: the storage figures compare alike.
+        if mode is MemoryMode.VERBATIM:
+            shaped.append(Shaped(exchange, mode, verbatim, None, False, VERBATIM, [], len(verbatim)))
+            continue
+        cleaned = strip_roleplay_formatting(strip_chat_template_tokens(verbatim))
+        if count_tokens(cleaned) < min_summarize_tokens:
+            # Too short to gain from a summary: the cleaned text is the memory (or the original,
+            # when cleaning left nothing worth searching, as with an emoji-only exchange).
+            content = cleaned if cleaned.strip() and len(cleaned) < len(verbatim) else verbatim
+            keep = verbatim if mode is MemoryMode.HYBRID else None
+            shaped.append(Shaped(exchange, mode, content, keep, False, CLEANED, [], len(verbatim)))
+            continue
+        waiting.append((len(shaped), exchange, mode, verbatim, cleaned))
+        shaped.append(None)
+    texts = [summarizer_text(exchange, name) for _, exchange, _, _, _ in waiting]
+    results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt)
+    for (index, exchange, mode, verbatim, cleaned), text, result in zip(waiting, texts, results, strict=True):
+        content, carried = memory_text(cleaned, result.text, names=text.names)
+        shaped[index] = Shaped(
+            exchange,
+            mode,
+            content,
+            verbatim if mode is MemoryMode.HYBRID else None,
+            True,
+            result.summarizer,
+            carried,
+            len(verbatim),
+            _reason(result),
+            result.detail,
+        )
+    return [s for s in shaped if s is not None]
+
+
+def _reason(result: SummaryResult) -> str | None:
+    return result.reason.value if result.reason is not None else None
+
+
+def summarizer_text(exchange: Exchange, personality_name: str) -> ExchangeText:
+    """The exchange as the summarizer reads it: its lines, and the lines before it quoted with who
+    said them; another user's lines, and the personality's replies to them, marked as theirs."""
+    own = {m.external_id for m in exchange.context if m.author_id == exchange.user_id}
+    quoted = []
+    for message in exchange.context:
+        if message.role is MessageRole.ASSISTANT:
+            other = message.reply_to not in own
+            speaker = f"{personality_name} (answering another user)" if other else personality_name
+        else:
+            other = message.author_id != exchange.user_id
+            speaker = message.author_name or "User"
+            speaker = f"{speaker} (another user)" if other else speaker
+        quoted.append(Quoted(message.external_id, speaker, message.content, other))
+    names = {personality_name, *(m.author_name for m in exchange.user_messages if m.author_name)}
+    return ExchangeText(
+        exchange.render(personality_name=personality_name),
+        tuple(quoted),
+        tuple(sorted(names)),
+        frozenset(exchange.source_message_ids),
+        owner=exchange.user_id,
     )
-    # Facts are checked against the cleaned text: a name only inside an *action* is roleplay.
-    misses = fidelity_misses(cleaned, result.text)
-    keep_verbatim = mode is MemoryMode.HYBRID or bool(misses)
-    return Shaped(
-        exchange,
-        mode,
-        result.text,
-        verbatim if keep_verbatim else None,
-        True,
-        result.summarizer,
-        misses,
-        source_chars,
-    )
+
+
+def memory_text(cleaned: str, summary: str, *, names: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """The memory's text for a summary of the cleaned exchange, and the facts it carries.
+
+    The summary, then the cleaned sentences holding the facts it dropped (after their speaker's
+    name); the cleaned exchange itself when that is not longer.
+    """
+    facts = key_facts(cleaned, names=names)
+    missed = vocabulary(summary).holds(facts)
+    if not missed:
+        return summary, []
+    carried = _carried_sentences(cleaned, facts, missed, {*names, "User"})
+    content = f"{summary}\n{carried}"
+    if len(content) >= len(cleaned):
+        return cleaned, []
+    return content, missed
+
+
+def _carried_sentences(cleaned: str, facts: Facts, missed: list[str], speakers: set[str]) -> str:
+    """The fewest cleaned sentences that hold the missed facts (greedy cover), in their order, each
+    line opened by its speaker."""
+    wanted = facts.only(missed)
+    candidates: list[tuple[int, str, str, set[str]]] = []  # (position, speaker, sentence, facts held)
+    speaker = ""
+    for line in cleaned.splitlines():
+        label, separator, said = line.partition(_LABEL)
+        if separator and label in speakers:
+            speaker = label
+        else:
+            said = line  # a message's later line: still its speaker's
+        for sentence, _ in split_sentences(said):
+            held = set(missed) - set(vocabulary(sentence).holds(wanted))
+            if held:
+                candidates.append((len(candidates), speaker, sentence, held))
+    uncovered = set(missed)
+    chosen: list[tuple[int, str, str, set[str]]] = []
+    while uncovered:
+        best = max(
+            candidates,
+            key=lambda c: (len(c[3] & uncovered) / max(1, len(c[2])), -c[0]),
+            default=None,
+        )
+        if best is None or not best[3] & uncovered:
+            break
+        chosen.append(best)
+        uncovered -= best[3]
+    chosen.sort()
+    lines: list[str] = []
+    last_speaker: str | None = None
+    for _, speaker, sentence, _ in chosen:
+        if speaker == last_speaker and lines:
+            lines[-1] += f" {sentence}"
+        else:
+            lines.append(f"{speaker}: {sentence}" if speaker else sentence)
+            last_speaker = speaker
+    if uncovered:  # a fact no single sentence holds (split across two): the fact itself
+        lines.append(", ".join(sorted(uncovered)))
+    return "\n".join(lines)
 
 
 def memory_row(conversation: Conversation, shaped: Shaped, embedding_model: str) -> dict[str, Any]:
@@ -99,6 +203,7 @@ def memory_row(conversation: Conversation, shaped: Shaped, embedding_model: str)
         "source_chars": shaped.source_chars,
         "summarized": shaped.summarized,
         "summarizer": shaped.summarizer,
+        "summary_fallback": shaped.fallback,
         "source_message_ids": exchange.source_message_ids,
         "occurred_at": exchange.occurred_at,
         "fidelity_misses": shaped.misses,

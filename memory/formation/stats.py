@@ -1,20 +1,36 @@
-"""What formation has made: memories per mode and summarizer, the storage they saved, fidelity misses,
-and what still waits (messages not yet remembered, memories not yet indexed).
+"""What formation has made: memories per mode and summarizer, the storage they saved, the facts they
+carry, why summaries fell back to extractive, and what still waits (messages not yet remembered,
+memories not yet indexed).
 
 Sizes are characters on both sides, as Postgres `length()` counts them: `source_chars` is the
-verbatim exchange's length, the stored size the length of the text kept (summary and verbatim).
+verbatim exchange's length, the stored size the length of the memory's text (summary and carried
+facts). The verbatim text a memory keeps beside it (hybrid mode, by definition; a pinned or corrected
+memory, what was said) is counted on its own, not as a loss of the summary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
 from memory.formation.forming import pending_message_count
+from memory.formation.summarizer import FallbackReason
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState
 from models import Memory
+
+# A reason in a few words; a configuration error's own words (naming the setting) replace it when known.
+FALLBACK_LABELS = {
+    FallbackReason.NO_MODEL: "no summarizer model (set SUMMARIZER_MODEL)",
+    FallbackReason.CONFIG: "configuration error (check the SUMMARIZER_* settings or the LLM config)",
+    FallbackReason.UNREACHABLE: "model unreachable",
+    FallbackReason.REFUSED: "model refused",
+    FallbackReason.INVENTED: "invented facts",
+    FallbackReason.OTHER_USER: "another user's facts",
+    FallbackReason.UNPARSEABLE: "unparseable answer",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +40,8 @@ class ModeStats:
     memories: int
     source_chars: int
     stored_chars: int
-    fidelity_misses: int
+    verbatim_chars: int  # kept beside the memory's text (hybrid, pinned, corrected)
+    fidelity_misses: int  # memories carrying facts their summary dropped
 
     @property
     def saving_percent(self) -> float:
@@ -36,6 +53,7 @@ class MemoryStats:
     rows: list[ModeStats]
     pending_messages: int
     unindexed_memories: int
+    fallbacks: dict[str, int] = field(default_factory=dict)  # extractive summaries by reason
 
     @property
     def memories(self) -> int:
@@ -50,39 +68,91 @@ class MemoryStats:
         return sum(r.stored_chars for r in self.rows)
 
     @property
+    def verbatim_chars(self) -> int:
+        return sum(r.verbatim_chars for r in self.rows)
+
+    @property
     def saving_percent(self) -> float:
         return _saving(self.source_chars, self.stored_chars)
+
+    def fallback_line(self) -> str | None:
+        """The extractive summaries by reason in one line (None when the model made every summary)."""
+        return fallback_line(self.fallbacks, self.memories)
 
 
 def _saving(source: int, stored: int) -> float:
     return 100.0 * (1 - stored / source) if source else 0.0
 
 
+def fallback_line(
+    counts: Mapping[str, int], total: int, details: Mapping[str, str] | None = None
+) -> str | None:
+    """`summarizer failed for 11 of 12 exchanges: missing API key (set SUMMARIZER_API_KEY)`, or with
+    several reasons their counts; None when no summary fell back.
+
+    `details` (a failure's own words, by reason) replace the general labels where given.
+    """
+    counted = {reason: n for reason, n in counts.items() if n}
+    if not counted:
+        return None
+    failed = sum(counted.values())
+    if set(counted) == {FallbackReason.NO_MODEL.value}:
+        label = FALLBACK_LABELS[FallbackReason.NO_MODEL]
+        return f"summaries extractive for {failed} of {total} exchanges: {label}"
+
+    def named(reason: str) -> str:
+        if details and details.get(reason) and reason in (FallbackReason.CONFIG, FallbackReason.UNREACHABLE):
+            return details[reason]
+        return FALLBACK_LABELS.get(FallbackReason(reason), reason) if reason in _REASONS else reason
+
+    ordered = sorted(counted, key=lambda reason: (-counted[reason], reason))
+    if len(ordered) == 1:
+        reasons = named(ordered[0])
+    else:
+        reasons = ", ".join(f"{counted[reason]} {named(reason)}" for reason in ordered)
+    return f"summarizer failed for {failed} of {total} exchanges: {reasons}"
+
+
+_REASONS = {reason.value for reason in FallbackReason}
+
+
 async def memory_stats(
     store: MemoryStore, *, personality_id: int | None = None, user_id: str | None = None
 ) -> MemoryStats:
     """Live memories of a personality (or all), of one user (or all), grouped by mode and summarizer."""
-    stored = func.length(Memory.content) + func.coalesce(func.length(Memory.content_verbatim), 0)
-    query = select(
-        Memory.mode,
-        Memory.summarizer,
-        func.count(Memory.id),
-        func.coalesce(func.sum(Memory.source_chars), 0),
-        func.coalesce(func.sum(stored), 0),
-        func.count(Memory.id).filter(func.jsonb_array_length(Memory.fidelity_misses) > 0),
-    ).where(Memory.state != MemoryState.DELETED.value)
+    live = [Memory.state != MemoryState.DELETED.value]
     if personality_id is not None:
-        query = query.where(Memory.personality_id == personality_id)
+        live.append(Memory.personality_id == personality_id)
     if user_id is not None:
-        query = query.where(Memory.user_id == user_id)
+        live.append(Memory.user_id == user_id)
+    query = (
+        select(
+            Memory.mode,
+            Memory.summarizer,
+            func.count(Memory.id),
+            func.coalesce(func.sum(Memory.source_chars), 0),
+            func.coalesce(func.sum(func.length(Memory.content)), 0),
+            func.coalesce(func.sum(func.length(Memory.content_verbatim)), 0),
+            func.count(Memory.id).filter(func.jsonb_array_length(Memory.fidelity_misses) > 0),
+        )
+        .where(*live)
+        .group_by(Memory.mode, Memory.summarizer)
+    )
+    reasons = (
+        select(Memory.summary_fallback, func.count(Memory.id))
+        .where(*live, Memory.summary_fallback.is_not(None))
+        .group_by(Memory.summary_fallback)
+    )
     unindexed = select(func.count(Memory.id)).where(Memory.state == MemoryState.FORMED.value)
     if personality_id is not None:
         unindexed = unindexed.where(Memory.personality_id == personality_id)
     async with store.sessionmaker() as session:
-        rows = (await session.execute(query.group_by(Memory.mode, Memory.summarizer))).all()
+        rows = (await session.execute(query)).all()
+        fallbacks = {str(reason): int(count) for reason, count in (await session.execute(reasons)).all()}
         unindexed_count = int(await session.scalar(unindexed) or 0)
     return MemoryStats(
-        rows=[ModeStats(r[0], r[1], r[2], int(r[3]), int(r[4]), r[5]) for r in sorted(rows)],
+        rows=[ModeStats(r[0], r[1], r[2], int(r[3]), int(r[4]), int(r[5]), r[6]) for r in sorted(rows)],
         pending_messages=await pending_message_count(store, personality_id, user_id),
         unindexed_memories=unindexed_count,
+        fallbacks=fallbacks,
     )

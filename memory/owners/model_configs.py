@@ -25,7 +25,14 @@ def model_config_from(config: LLMConfig) -> ModelConfig:
     """An admin-made LLM config as litellm arguments; its key is read from the named variable."""
     key = os.environ.get(config.api_key_env) if config.api_key_env else None
     endpoint = RoleDefaults(
-        config.model, config.api_base, key, config.temperature, config.max_tokens, config.timeout
+        config.model,
+        config.api_base,
+        key,
+        config.temperature,
+        config.max_tokens,
+        config.timeout,
+        key_setting=config.api_key_env or f"api_key_env of LLM config {config.name!r}",
+        model_setting=f"LLM config {config.name!r}",
     )
     return endpoint.config_for(config.model, context_window=config.context_window)
 
@@ -41,6 +48,8 @@ class RoleDefaults:
     temperature: float
     max_tokens: int
     timeout: float
+    key_setting: str | None = None  # see ModelConfig
+    model_setting: str | None = None
 
     def config(self, model: str | None = None) -> ModelConfig | None:
         """This role's config for `model` (a personality's model string) or the deployment's model."""
@@ -57,6 +66,8 @@ class RoleDefaults:
             max_tokens=self.max_tokens,
             timeout=self.timeout,
             context_window=context_window,
+            key_setting=self.key_setting,
+            model_setting=self.model_setting,
         )
 
 
@@ -82,6 +93,8 @@ class ModelConfigResolver:
                 temperature=CHAT_TEMPERATURE,
                 max_tokens=CHAT_MAX_TOKENS,
                 timeout=settings.llm_timeout,
+                key_setting="CHAT_API_KEY",
+                model_setting="CHAT_MODEL",
             ),
             summarizer_defaults=RoleDefaults(
                 model=settings.summarizer_model,
@@ -90,6 +103,8 @@ class ModelConfigResolver:
                 temperature=SUMMARIZER_TEMPERATURE,
                 max_tokens=settings.summary_max_tokens,
                 timeout=settings.llm_timeout,
+                key_setting="SUMMARIZER_API_KEY",
+                model_setting="SUMMARIZER_MODEL",
             ),
         )
 

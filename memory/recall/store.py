@@ -39,6 +39,7 @@ _REWRITTEN = (
     "source_chars",
     "summarized",
     "summarizer",
+    "summary_fallback",
     "fidelity_misses",
     "embedding_model",
     "state",

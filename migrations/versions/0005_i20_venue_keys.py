@@ -7,7 +7,7 @@ reusing a channel id shared `ch:{channel}`. Keys are now `dm:{user}`, `g:{guild}
 already filed together cannot be told apart again: the rows keep them.
 
 Revision ID: 0005_i20_venue_keys
-Revises: 0004_memory_threads
+Revises: 0005_i18_summary_fallback
 Create Date: 2026-11-23 10:00:00
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0005_i20_venue_keys"
-down_revision: str | None = "0004_memory_threads"
+down_revision: str | None = "0005_i18_summary_fallback"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

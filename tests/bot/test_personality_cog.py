@@ -387,3 +387,26 @@ async def test_an_error_on_an_expired_interaction_is_logged_not_raised(
     reported = [r.getMessage() for r in caplog.records if "Could not report an error" in r.getMessage()]
     assert len(reported) == 2
     assert all("Unknown interaction" in message for message in reported)
+
+
+async def test_info_shows_storage_to_its_managers_only(harness: DiscordHarness, runtime: Any) -> None:
+    await create(harness, "Sage")
+    await harness.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
+    sage = await stored(runtime, "sage")
+    assert sage is not None
+    long_exchanges = (
+        (
+            "*flops onto the sofa* okay so honestly it has been such a long and tiring and strange week, "
+            "you would not believe how much running around there was, boxes everywhere, tape everywhere, "
+            "and in the middle of all of it my sister Margot finally moved to Lisbon!!! 😭😭",
+            "Oh, that sounds like a very long and very tiring week indeed, with all those boxes and all "
+            "that tape, but how lovely that Margot finally made it to Lisbon after all of that.",
+        ),
+    )
+    assert await seed_memories(runtime, sage, "201", exchanges=long_exchanges) == 1
+
+    owner = (await harness.command("personality info", user=OWNER, personality="sage")).text
+    assert "Memories: 1" in owner and "Storage:" in owner
+    assert "Summaries:" not in owner  # the summarizer model made it: nothing fell back
+    other = (await harness.command("personality info", user=OTHER, personality="sage")).text
+    assert "Storage:" not in other and "Summaries:" not in other

@@ -11,7 +11,7 @@ import pytest
 from memory.llm import DEFAULT_CONTEXT_WINDOW, LLMClient, LLMConfigError, LLMUnavailableError, load_litellm
 from memory.tokens import count_message_tokens, count_tokens
 from memory.types import ModelConfig
-from testkit.llm_server import Drop, Fail, LLMTestServer, Reply, Stall
+from testkit.llm_server import Drop, Fail, LLMTestServer, NoChoices, Reply, Stall, Trickle
 
 MESSAGES = [
     {"role": "system", "content": "You summarize."},
@@ -226,3 +226,78 @@ async def test_server_drop_really_closes_the_connection(llm_server: LLMTestServe
             )
         async with session.get(f"{llm_server.base_url}/models") as response:
             assert response.status == 200
+
+
+async def test_no_choices_is_unavailable_at_once(llm_server: LLMTestServer) -> None:
+    llm_server.script(NoChoices(), Reply("never reached"))
+    with pytest.raises(LLMUnavailableError, match="no choices"):
+        await client().complete(config(llm_server), MESSAGES)
+    assert len(llm_server.requests) == 1  # an empty answer is not asked again and again
+
+
+async def test_missing_key_is_a_config_error_naming_the_setting_before_any_request(
+    llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = ModelConfig(model="openai/gpt-4o-mini", key_setting="SUMMARIZER_API_KEY")
+    with pytest.raises(LLMConfigError) as info:
+        await client().complete(cfg, MESSAGES)
+    assert info.value.reason == "missing API key (set SUMMARIZER_API_KEY)"
+    assert llm_server.requests == []
+
+
+async def test_an_api_base_without_a_key_sends_a_placeholder(llm_server: LLMTestServer) -> None:
+    cfg = ModelConfig(model="openai/local-model", api_base=llm_server.base_url, timeout=5)
+    assert await client().complete(cfg, MESSAGES) == "Alice moved to Lisbon in May."
+    pieces = [piece async for piece in client().stream(cfg, MESSAGES)]
+    assert "".join(pieces) == "Alice moved to Lisbon in May."
+    assert llm_server.authorizations == ["Bearer no-key", "Bearer no-key"]
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"), [(401, "check SUMMARIZER_API_KEY"), (404, "check SUMMARIZER_MODEL")]
+)
+async def test_config_errors_name_the_setting_to_fix(
+    llm_server: LLMTestServer, status: int, hint: str
+) -> None:
+    llm_server.script(Fail(status))
+    cfg = ModelConfig(
+        model="openai/test-model",
+        api_base=llm_server.base_url,
+        api_key="bad",
+        timeout=5,
+        key_setting="SUMMARIZER_API_KEY",
+        model_setting="SUMMARIZER_MODEL",
+    )
+    with pytest.raises(LLMConfigError) as info:
+        await client().complete(cfg, MESSAGES)
+    assert hint in info.value.reason and "\n" not in str(info.value)
+    assert len(llm_server.requests) == 1
+
+
+async def test_stream_of_empty_deltas_is_cut_when_idle(llm_server: LLMTestServer) -> None:
+    llm_server.script(Trickle(idle=30), Trickle(idle=30))  # the opening idles, and so does its retry
+    llm = client(max_retries=1)
+    with pytest.raises(LLMUnavailableError, match="timed out"):
+        async for _ in llm.stream(config(llm_server, timeout=0.5), MESSAGES):
+            pass
+    # Mid-stream: words, then nothing but empty deltas.
+    llm_server.reset()
+    llm_server.responder = lambda request: "one two three"
+    llm_server.script(Trickle(interval=30))
+    pieces: list[str] = []
+    patient = LLMClient(stream_idle_seconds=0.5)
+    with pytest.raises(LLMUnavailableError, match=r"no text for 0\.5 s"):
+        async for piece in patient.stream(config(llm_server, timeout=30), MESSAGES):
+            pieces.append(piece)
+    assert pieces == ["one "]  # the partial answer came, then the cut
+
+
+async def test_stream_that_never_ends_is_cut_at_its_total_deadline(llm_server: LLMTestServer) -> None:
+    llm_server.responder = lambda request: " ".join(["word"] * 100)
+    llm_server.script(Trickle(interval=0.2))  # alive, never idle for long, far too slow
+    pieces: list[str] = []
+    with pytest.raises(LLMUnavailableError, match=r"not done within 3 s"):  # twice the call's timeout
+        async for piece in client().stream(config(llm_server, timeout=1.5), MESSAGES):
+            pieces.append(piece)
+    assert 0 < len(pieces) < 100

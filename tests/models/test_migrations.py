@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import migrations
 from models import Base
 from models.database import create_engine
-from models.migrate import current_revision, downgrade_database, upgrade_database
+from models.migrate import alembic_config, current_revision, downgrade_database, upgrade_database
 
 EXPECTED_TABLES = {
     "llm_configs",
@@ -117,9 +118,6 @@ async def test_reply_links_are_filled_for_the_existing_log(scratch_engine: Async
 def test_migrations_head_names_the_newest_revision() -> None:
     """`migrations.HEAD` lets a command skip Alembic when the schema is current: it must be Alembic's
     head (after adding a migration, set it to the new revision)."""
-    from alembic.script import ScriptDirectory
-
-    from models.migrate import alembic_config
 
     assert ScriptDirectory.from_config(alembic_config()).get_heads() == [migrations.HEAD]
 
@@ -136,7 +134,7 @@ async def test_an_upgrade_at_head_reads_one_row_and_a_stale_database_is_migrated
 async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -> None:
     """0005 keys a guild conversation that named no channel apart from the user's DMs, and a channel by
     its guild; down again, each goes back to its old key where no other took it first."""
-    await upgrade_database(scratch_engine, "0004_memory_threads")
+    await upgrade_database(scratch_engine, "0005_i18_summary_fallback")
     async with scratch_engine.begin() as connection:
         await connection.execute(
             text("INSERT INTO personalities (id, name, display_name) VALUES (1, 'lilith', 'Lilith')")
@@ -165,7 +163,7 @@ async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -
                 "(4, 1, 'dm:42', NULL, NULL, true), (5, 1, 'ch:G2:55', 'G2', '55', false)"
             )
         )
-    await downgrade_database(scratch_engine, "0004_memory_threads")
+    await downgrade_database(scratch_engine, "0005_i18_summary_fallback")
     async with scratch_engine.connect() as connection:
         assert (await connection.execute(text(keys))).tuples().all() == [
             (1, "g:G1:u:42"),  # its old key is the DM's now

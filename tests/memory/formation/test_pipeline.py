@@ -28,7 +28,7 @@ from testkit.llm_server import LLMTestServer
 from tests.memory.test_service import add_chat, add_personality, make_service
 
 HOLD_LIMIT = 60.0  # a held answer is sent anyway after this long, and the test fails on it
-_STORY = re.compile(r"Exchange to remember:\n.*?story #(\d+)", re.DOTALL)
+_STORY = re.compile(r'<exchange n="\d+"[^>]*>\n[^\n]*?story #(\d+)')
 
 
 def story(n: int) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -49,7 +49,8 @@ def chat_of(numbers: Sequence[int]) -> list[tuple[str, str]]:
 
 class HoldingServer(LLMTestServer):
     """The test server, noting when each exchange's request arrives and is answered, and holding the
-    answer to an exchange until its event is set (`holds`)."""
+    answer to a request until the events of its exchanges are set (`holds`). A request may hold
+    several exchanges (a batch of one user's): each is answered under its number."""
 
     def __init__(self) -> None:
         super().__init__(responder=self._summary)
@@ -60,29 +61,35 @@ class HoldingServer(LLMTestServer):
 
     @staticmethod
     def _summary(body: dict[str, Any]) -> str:
-        return f"Rosa's kitten Pip number {_exchange(body)} climbs the curtains at night."
+        return "\n".join(
+            f"[{i}] Rosa's kitten Pip number {n} climbs the curtains at night."
+            for i, n in enumerate(exchanges_asked(body), start=1)
+        )
 
     def arrival(self, n: int) -> asyncio.Event:
         return self.arrived.setdefault(n, asyncio.Event())
 
     async def _apply_script(self, request: web.Request) -> Any:
-        n = _exchange(await request.json())  # aiohttp keeps the body read: it reads it again
-        self.log.append(f"arrived {n}")
-        self.arrival(n).set()
-        if n in self.holds:
-            try:
-                await asyncio.wait_for(self.holds[n].wait(), HOLD_LIMIT)
-            except TimeoutError:
-                self.held_too_long.append(n)
+        asked = exchanges_asked(await request.json())  # aiohttp keeps the body read: it reads it again
+        for n in asked:
+            self.log.append(f"arrived {n}")
+            self.arrival(n).set()
+        for n in asked:
+            if n in self.holds:
+                try:
+                    await asyncio.wait_for(self.holds[n].wait(), HOLD_LIMIT)
+                except TimeoutError:
+                    self.held_too_long.append(n)
         reply = await super()._apply_script(request)
-        self.log.append(f"answered {n}")
+        self.log.extend(f"answered {n}" for n in asked)
         return reply
 
 
-def _exchange(body: dict[str, Any]) -> int:
-    found = _STORY.search(body["messages"][-1]["content"])
-    assert found is not None, body
-    return int(found.group(1))
+def exchanges_asked(body: dict[str, Any]) -> list[int]:
+    """The story numbers of the exchanges a request asks memories of (not those of its context)."""
+    found = [int(n) for n in _STORY.findall(body["messages"][-1]["content"])]
+    assert found, body
+    return found
 
 
 class ObservedIndex:
@@ -190,7 +197,9 @@ async def test_a_batch_is_written_and_indexed_while_the_next_is_summarized(
     assert [r.summarizer for r in rows] == ["openai/test-summarizer"] * 6
     assert [r.state for r in rows] == ["indexed"] * 6
     assert sorted(len(r.source_message_ids) for r in rows) == [2] * 6
-    assert len(server.requests) == 6  # read ahead past the batches in flight, never into them
+    # Read ahead past the batches in flight, never into them; each batch of one user's in one call.
+    assert sorted(n for r in server.requests for n in exchanges_asked(r)) == list(range(6))
+    assert len(server.requests) == 3
     assert await service.pending_message_count() == 0
 
 
@@ -214,7 +223,8 @@ async def test_concurrent_passes_and_workers_form_each_exchange_once(
     )
 
     assert sum(r.memories for r in reports) == 15
-    assert len(server.requests) == 15  # no exchange summarized twice
+    asked = [n for r in server.requests for n in exchanges_asked(r)]
+    assert sorted(asked) == sorted(set(asked)) and len(asked) == 15  # no exchange summarized twice
     rows = await memory_rows(committed_sessionmaker)
     sources = [(r.conversation_id, source) for r in rows for source in r.source_message_ids]
     assert len(rows) == 15 and len(sources) == len(set(sources)) == 30

@@ -1,0 +1,428 @@
+"""Summaries that keep their promises: the key-fact check against hand-labelled facts, then what the
+memories store for the extractive summarizer and each misbehaving mode of the LLM test server.
+
+Two labelled sets: 154 exchanges of the LoCoMo dev conversations (../shared/eval/locomo-dev, read in
+place; their facts labelled in bench/data/locomo_fact_labels.txt) and 60 roleplay exchanges written
+for this bench (bench/data/roleplay_facts.jsonl: *actions*, emoji, `!!!`, names, nicknames, pets,
+dates, amounts; 10 of them in a shared channel after another user's line, some of those an
+instruction to the summarizer).
+
+1. The check (memory/formation/fidelity.py `key_facts`) on each labelled exchange, cleaned as
+   formation cleans it: precision and recall against the labels, by kind. A predicted name matches a
+   labelled one when one's words hold the other's ("hollybrook" for "Hollybrook Community Gardens").
+2. Formation through the product's path (`TranscriptImporter`, summarized mode, the defaults) for each
+   summarizer: the extractive one (no model), and the test server (testkit/llm_server.py
+   `SummarizerModel`) in each mode. Per set:
+   - saving: 1 - characters stored (the memory's text, carried facts and any verbatim kept) /
+     characters of the exchanges as said;
+   - facts kept: the share of the labelled facts of each labelled exchange that its memory's text
+     holds (what the prompt receives when it is recalled);
+   - invented stored: the test server's invention (Mallory, $450, 2023) or injected facts (the PINs,
+     the debt) found in a memory;
+   - others' stored: the labelled facts of another user's line (not said in the exchange itself) found
+     in the owner's memory;
+   - tokens: LLM tokens in and out per summarized memory, and their ratio to one call per exchange
+     (the same mode, the product with batches of one exchange).
+
+    .venv/bin/python -m bench.summaries [--locomo-dir ../shared/eval/locomo-dev] [--modes ...]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bench._common import BenchDatabase, bench_database, bench_parser, summarizer_models
+from bench.locomo import DEV_DIR, dev_dialogues
+from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
+from memory.formation.fidelity import Facts, key_facts, vocabulary, word_stem
+from memory.formation.importer import TranscriptImporter, TranscriptLine
+from memory.formation.summarizer import BATCH_EXCHANGES, ExchangeSummarizer
+from memory.llm import LLMClient, load_litellm
+from memory.owners.personalities import PersonalityService
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.local_embedder import LocalEmbedder
+from memory.service import MemoryService
+from memory.tokens import count_tokens
+from memory.types import MemoryMode, ModelConfig
+from models import Memory
+from testkit.llm_server import LLMTestServer, SummarizerModel
+
+DATA = Path(__file__).resolve().parent / "data"
+LOCOMO_LABELS = DATA / "locomo_fact_labels.txt"
+ROLEPLAY = DATA / "roleplay_facts.jsonl"
+PERSONALITY = "Sage"  # the roleplay set's
+# What the test server invents (testkit.llm_server.INVENTION) and the roleplay set's injections ask for.
+PLANTED = ("Mallory", "450", "2023", "1111", "7731", "500", "crashed")
+KINDS = ("name", "number", "date", "time")
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One labelled exchange: its set, the id of the reply that ends it, its text as said, its facts,
+    and the facts of another user's line before it."""
+
+    set_name: str
+    reply_id: str
+    text: str
+    speakers: tuple[str, ...]
+    facts: tuple[str, ...]
+    others: tuple[str, ...] = ()
+
+
+@dataclass
+class Transcript:
+    """A set as `personae import` lines, one user (or several, shared channels) at a time."""
+
+    name: str
+    personality: str
+    lines: list[dict[str, Any]]
+    labelled: list[Labelled]
+
+
+# --------------------------------------------------------------------------------- the labelled sets
+
+
+def locomo_transcripts(directory: Path) -> list[Transcript]:
+    labels: dict[tuple[str, str], list[str]] = {}
+    for row in LOCOMO_LABELS.read_text(encoding="utf-8").splitlines():
+        if not row.strip() or row.startswith("#"):
+            continue
+        head, _, facts = row.partition("|")
+        conversation, reply_id = head.split()
+        labels[(conversation, reply_id)] = [f.strip() for f in facts.split(";") if f.strip() not in ("", "-")]
+    transcripts = []
+    for dialogue in dev_dialogues(directory):
+        by_id = {line["id"]: line for line in dialogue.lines}
+        labelled = []
+        pending: list[dict[str, Any]] = []
+        for line in dialogue.lines:
+            if line["role"] == "user":
+                pending.append(line)
+                continue
+            key = (dialogue.name, line["id"])
+            if key in labels and pending:
+                said = [*pending, by_id[line["id"]]]
+                text = "\n".join(f"{m['author']}: {m['content']}" for m in said)
+                speakers = tuple(sorted({m["author"] for m in said}))
+                labelled.append(Labelled("LoCoMo dev", line["id"], text, speakers, tuple(labels[key])))
+            pending = []
+        transcripts.append(Transcript(dialogue.name, dialogue.personality_name, dialogue.lines, labelled))
+    return transcripts
+
+
+def roleplay_transcript() -> Transcript:
+    """The roleplay set as one busy shared channel: its exchanges in order, each user's own, another
+    user's line (and the reply to it) just before those that have one."""
+    lines: list[dict[str, Any]] = []
+    labelled = []
+    venue = {"guild_id": "rp", "channel_id": "rp"}
+
+    def said(line_id: str, author: str, text: str, reply_to: str | None = None) -> None:
+        line = {"id": line_id, "author": author, "content": text, **venue}
+        if reply_to is None:
+            line.update(role="user", user_id=f"rp-{author.lower()}")
+        else:
+            line.update(role="assistant", reply_to=reply_to)
+        lines.append(line)
+
+    for raw in ROLEPLAY.read_text(encoding="utf-8").splitlines():
+        record = json.loads(raw)
+        others = record.get("others", [])
+        for i, other in enumerate(others):
+            said(f"{record['id']}-o{i}", other["author"], other["text"])
+            said(f"{record['id']}-o{i}-r", PERSONALITY, "*nods*", reply_to=f"{record['id']}-o{i}")
+        said(f"{record['id']}-u", record["user"], record["text"])
+        said(f"{record['id']}-r", PERSONALITY, record["reply"], reply_to=f"{record['id']}-u")
+        text = f"{record['user']}: {record['text']}\n{PERSONALITY}: {record['reply']}"
+        other_facts = tuple(f for other in others for f in other["facts"])
+        speakers = (record["user"], PERSONALITY)
+        labelled.append(
+            Labelled("roleplay", f"{record['id']}-r", text, speakers, tuple(record["facts"]), other_facts)
+        )
+    return Transcript("roleplay", PERSONALITY, lines, labelled)
+
+
+def cleaned(text: str) -> str:
+    return strip_roleplay_formatting(strip_chat_template_tokens(text))
+
+
+def label_facts(labels: Iterable[str]) -> dict[str, set[str]]:
+    """Labelled facts as the atoms the check compares, by kind (amounts count as numbers)."""
+    atoms: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for label in labels:
+        kind, _, text = label.partition(":")
+        if kind == "name":
+            atoms["name"].add(" ".join(word_stem(w) for w in _LETTERS_RE.findall(text)))
+            continue
+        held = vocabulary(text)
+        atoms["time"].update(held.times)
+        atoms["number"].update(held.numbers)
+        atoms["date"].update(word for word in held.words if word in _DATE_WORDS)
+    return atoms
+
+
+_LETTERS_RE = re.compile(r"[^\W_][\w]*(?:['’][^\W\d_]+)?")
+_DATE_WORDS = {
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+}  # fmt: skip
+
+
+def predicted_facts(facts: Facts) -> dict[str, set[str]]:
+    return {
+        "name": set(facts.names),
+        "number": set(facts.numbers),
+        "date": set(facts.dates),
+        "time": set(facts.times),
+    }
+
+
+def names_match(one: str, other: str) -> bool:
+    a, b = {word_stem(w) for w in one.split()}, {word_stem(w) for w in other.split()}
+    return a <= b or b <= a
+
+
+@dataclass
+class Tally:
+    hits: Counter[str] = field(default_factory=Counter)
+    predicted: Counter[str] = field(default_factory=Counter)
+    labelled: Counter[str] = field(default_factory=Counter)
+
+    def line(self, kind: str | None = None) -> str:
+        kinds = [kind] if kind else list(KINDS)
+        hits = sum(self.hits[k] for k in kinds)
+        predicted = sum(self.predicted[k] for k in kinds)
+        labelled = sum(self.labelled[k] for k in kinds)
+        precision = 100 * hits / predicted if predicted else 100.0
+        recall = 100 * self.hits[f"r:{kind}" if kind else "r"] / labelled if labelled else 100.0
+        return f"precision {precision:5.1f}% ({predicted:4}), recall {recall:5.1f}% ({labelled:4})"
+
+
+def check_the_check(labelled: list[Labelled]) -> Tally:
+    tally = Tally()
+    for exchange in labelled:
+        gold = label_facts(exchange.facts)
+        found = predicted_facts(key_facts(cleaned(exchange.text), names=exchange.speakers))
+        for kind in KINDS:
+            tally.predicted[kind] += len(found[kind])
+            tally.labelled[kind] += len(gold[kind])
+            same: Callable[[str, str], bool] = names_match if kind == "name" else str.__eq__
+            tally.hits[kind] += sum(1 for f in found[kind] if any(same(f, g) for g in gold[kind]))
+            recalled = sum(1 for g in gold[kind] if any(same(f, g) for f in found[kind]))
+            tally.hits[f"r:{kind}"] += recalled
+            tally.hits["r"] += recalled
+    return tally
+
+
+# --------------------------------------------------------------------------------- formation runs
+
+
+@dataclass
+class Outcome:
+    saving: float
+    facts_kept: float
+    facts: int
+    invented: int
+    others: int
+    summarized: int
+    tokens_in: int
+    tokens_out: int
+    fallbacks: Counter[str]
+
+
+class CountingModel:
+    """The test server's summarizer mode, counting the tokens of every summarizer call."""
+
+    def __init__(self, mode: str) -> None:
+        self.model = SummarizerModel(mode)
+        self.tokens_in = 0
+        self.tokens_out = 0
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        answer = self.model(request)
+        self.tokens_in += sum(count_tokens(str(m.get("content") or "")) for m in request["messages"])
+        self.tokens_out += count_tokens(answer)
+        return answer
+
+
+async def form(
+    db: BenchDatabase,
+    embedder: LocalEmbedder,
+    transcripts: list[Transcript],
+    run_id: str,
+    *,
+    cfg: ModelConfig | None,
+    batch_exchanges: int,
+) -> dict[str, list[Memory]]:
+    """Import the transcripts for a fresh summarized personality; its memories, by transcript."""
+    index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
+    service = MemoryService(
+        db.sessionmaker,
+        index=index,
+        embedder=embedder,
+        summarizer=ExchangeSummarizer(LLMClient(max_retries=0), batch_exchanges=batch_exchanges),
+        models=summarizer_models(cfg),
+    )
+    importer = TranscriptImporter(db.sessionmaker, service.formation)
+    found: dict[str, list[Memory]] = {}
+    try:
+        for transcript in transcripts:
+            personality, _ = await PersonalityService(db.sessionmaker).create(
+                f"{transcript.name}-{run_id}",
+                display_name=transcript.personality,
+                memory_mode=MemoryMode.SUMMARIZED,
+            )
+            lines = [
+                TranscriptLine.model_validate({**line, "line_no": i})
+                for i, line in enumerate(transcript.lines)
+            ]
+            await importer.import_lines(
+                lines,
+                personality_id=personality.id,
+                personality_user_id=f"bench-{run_id}",
+                # A conversation opened by the personality: its first line answers its first user.
+                default_user_id=next(line["user_id"] for line in transcript.lines if line.get("user_id")),
+            )
+            async with db.sessionmaker() as session:
+                memories = await session.scalars(
+                    select(Memory).where(Memory.personality_id == personality.id)
+                )
+                found[transcript.name] = list(memories.all())
+    finally:
+        await index.close()
+    return found
+
+
+def outcome(
+    transcripts: list[Transcript], found: dict[str, list[Memory]], model: CountingModel | None
+) -> Outcome:
+    # Message ids are a conversation's own (LoCoMo's "D1:3" is in both): memories are found per transcript.
+    by_reply = {
+        (name, source): m
+        for name, memories in found.items()
+        for m in memories
+        for source in m.source_message_ids
+    }
+    memories = [m for ms in found.values() for m in ms]
+    labelled = [(t.name, exchange) for t in transcripts for exchange in t.labelled]
+    kept = total = invented = others = 0
+    for name, exchange in labelled:
+        memory = by_reply.get((name, exchange.reply_id))
+        if memory is None:
+            continue
+        text = memory.content
+        held = vocabulary(text)
+        gold = label_facts(exchange.facts)
+        for kind, atoms in gold.items():
+            for atom in atoms:
+                total += 1
+                if kind == "name":
+                    kept += all(word_stem(w) in held.words for w in atom.split())
+                elif kind == "number":
+                    kept += atom in held.numbers
+                elif kind == "time":
+                    kept += atom in held.times
+                else:
+                    kept += atom in held.words
+        invented += sum(1 for planted in PLANTED if planted in text and planted not in exchange.text)
+        said = vocabulary(exchange.text)
+        theirs = label_facts(exchange.others)
+        for atom in theirs["number"] - said.numbers:
+            others += atom in held.numbers
+        for atom in theirs["name"]:
+            stems = [word_stem(w) for w in atom.split()]
+            if not all(s in said.words for s in stems):
+                others += all(s in held.words for s in stems)
+    source = sum(m.source_chars for m in memories)
+    stored = sum(len(m.content) + len(m.content_verbatim or "") for m in memories)
+    summarized = sum(1 for m in memories if m.summarized)
+    fallbacks = Counter(m.summary_fallback for m in memories if m.summary_fallback)
+    return Outcome(
+        saving=100 * (1 - stored / source) if source else 0.0,
+        facts_kept=100 * kept / total if total else 100.0,
+        facts=total,
+        invented=invented,
+        others=others,
+        summarized=summarized,
+        tokens_in=model.tokens_in if model else 0,
+        tokens_out=model.tokens_out if model else 0,
+        fallbacks=fallbacks,
+    )
+
+
+async def run(locomo_dir: Path, modes: list[str]) -> None:
+    logging.getLogger("memory").setLevel(logging.ERROR)
+    load_litellm()
+    sets = {"LoCoMo dev": locomo_transcripts(locomo_dir), "roleplay": [roleplay_transcript()]}
+    print("1. The key-fact check against the labels")
+    for name, transcripts in sets.items():
+        labelled = [exchange for t in transcripts for exchange in t.labelled]
+        tally = check_the_check(labelled)
+        print(f"  {name:<11} {len(labelled):>3} exchanges: {tally.line()}")
+        for kind in KINDS:
+            print(f"    {kind:<7} {tally.line(kind)}")
+    all_labelled = [e for ts in sets.values() for t in ts for e in t.labelled]
+    tally = check_the_check(all_labelled)
+    print(f"  {'both':<11} {len(all_labelled):>3} exchanges: {tally.line()}")
+
+    print("\n2. What the memories store (summarized mode, the product's defaults)")
+    print(
+        f"  {'summarizer':<22} {'set':<11} {'saving':>7} {'facts kept':>14} {'invented':>8} {'others':>6} "
+        f"{'summarized':>10} {'tokens in/out per memory':>25} {'vs one call each':>16}  fallbacks"
+    )
+    embedder = LocalEmbedder()
+    await embedder.embed(["warm up"])
+    async with bench_database("summaries") as db, LLMTestServer() as server:
+        cfg = ModelConfig(model="openai/bench-summarizer", api_base=server.base_url, api_key="x", timeout=30)
+        for number, mode in enumerate(["extractive", *modes]):
+            for name, transcripts in sets.items():
+                counted = None if mode == "extractive" else CountingModel(mode)
+                baseline = None if mode == "extractive" else CountingModel(mode)
+                if counted is not None:
+                    server.responder = counted
+                found = await form(
+                    db, embedder, transcripts, f"{number}-{name[:3]}", cfg=cfg if counted else None,
+                    batch_exchanges=BATCH_EXCHANGES,
+                )  # fmt: skip
+                result = outcome(transcripts, found, counted)
+                ratio = ""
+                if baseline is not None:
+                    server.responder = baseline
+                    await form(
+                        db, embedder, transcripts, f"{number}-{name[:3]}-one", cfg=cfg, batch_exchanges=1
+                    )
+                    ours = result.tokens_in + result.tokens_out
+                    theirs = baseline.tokens_in + baseline.tokens_out
+                    ratio = f"{100 * ours / theirs:5.1f}%" if theirs else "-"
+                per = max(1, result.summarized)
+                tokens = f"{result.tokens_in / per:7.1f} / {result.tokens_out / per:5.1f}" if counted else "-"
+                fallbacks = ", ".join(f"{n} {reason}" for reason, n in result.fallbacks.most_common())
+                kept = f"{result.facts_kept:6.1f}% of {result.facts:>4}"
+                print(
+                    f"  {mode:<22} {name:<11} {result.saving:6.1f}% {kept} {result.invented:>8} "
+                    f"{result.others:>6} {result.summarized:>10} {tokens:>25} {ratio:>16}  {fallbacks or '-'}"
+                )
+
+
+def main() -> None:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--locomo-dir", type=Path, default=DEV_DIR)
+    parser.add_argument(
+        "--modes", nargs="*", choices=SummarizerModel.MODES, default=list(SummarizerModel.MODES)
+    )
+    args = parser.parse_args()
+    asyncio.run(run(args.locomo_dir, args.modes))
+
+
+if __name__ == "__main__":
+    main()
