@@ -1,5 +1,6 @@
-"""Shared set-up for the benchmarks: a throwaway embedded PostgreSQL and Qdrant Edge, real services,
-and the few figures every bench prints the same way (percentiles, median (min, max), RSS)."""
+"""Shared set-up for the benchmarks: a throwaway embedded PostgreSQL and Qdrant Edge, the product's
+services wired as the bot wires them (memory.wiring, `bench_services`), and the few figures every bench prints
+the same way (percentiles, median (min, max), RSS)."""
 
 from __future__ import annotations
 
@@ -15,26 +16,28 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
+from memory.owners.bindings import BindingService
+from memory.owners.incognito import IncognitoService
+from memory.owners.model_configs import ModelConfigResolver
+from memory.owners.personalities import PersonalityService
+from memory.owners.personas import PersonaService
+from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
+from memory.recall.embedders import Embedder
+from memory.recall.index import VectorIndex
 from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService
+from memory.settings import load_settings
 from memory.types import ModelConfig
+from memory.wiring import MemoryServices, wire_memory_services
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
-
-
-def summarizer_models(cfg: ModelConfig | None) -> ModelConfigResolver:
-    """Models whose deployment summarizer is `cfg` (None: extractive summaries) and no chat model."""
-    none = ModelConfigResolver.none()
-    if cfg is None:
-        return none
-    role = RoleDefaults(cfg.model, cfg.api_base, cfg.api_key, cfg.temperature, cfg.max_tokens, cfg.timeout)
-    return ModelConfigResolver(chat_defaults=none.chat_defaults, summarizer_defaults=role)
 
 
 @dataclass
@@ -60,28 +63,83 @@ async def bench_database(name: str) -> AsyncIterator[BenchDatabase]:
             await engine.dispose()
 
 
+def bench_services(
+    db: BenchDatabase,
+    *,
+    index: VectorIndex,
+    embedder: Embedder,
+    llm: LLMClient | None = None,
+    summarizer: ModelConfig | None = None,
+    summarizer_batch: int | None = None,
+    **settings: Any,
+) -> MemoryServices:
+    """The product's services as the bot wires them, on this database and index: summaries by
+    `summarizer` (None: extractive), `summarizer_batch` exchanges a call (None: the product's), no chat
+    model unless `settings` name one."""
+    values: dict[str, Any] = {"personae_data_dir": db.workdir, "chat_model": None, "summarizer_model": None}
+    if summarizer is not None:
+        values |= {
+            "summarizer_model": summarizer.model,
+            "summarizer_api_base": summarizer.api_base,
+            "summarizer_api_key": summarizer.api_key,
+            "llm_timeout": summarizer.timeout,
+        }
+    deployment = load_settings(**(values | settings))
+    sessionmaker = db.sessionmaker
+    llm = llm or LLMClient()
+    exchange_summarizer = None
+    if summarizer_batch is not None:
+        exchange_summarizer = ExchangeSummarizer(
+            llm,
+            max_tokens=deployment.summary_max_tokens,
+            min_tokens=deployment.summary_min_tokens,
+            input_tokens=deployment.summarizer_input_tokens,
+            batch_exchanges=summarizer_batch,
+        )
+    return wire_memory_services(
+        deployment,
+        sessionmaker,
+        models=ModelConfigResolver.from_settings(deployment),
+        index=index,
+        embedder=embedder,
+        llm=llm,
+        user_settings=UserSettingsService(sessionmaker),
+        incognito=IncognitoService(sessionmaker),
+        personas=PersonaService(sessionmaker),
+        summarizer=exchange_summarizer,
+    )
+
+
 @dataclass
 class BenchMemory:
-    """A fresh database, an Edge index in its folder and the memory service over both."""
+    """A fresh database, an Edge index in its folder and the product's services over both."""
 
     db: BenchDatabase
     index: EdgeVectorIndex
     embedder: LocalEmbedder
-    service: MemoryService
+    services: MemoryServices
+
+    @property
+    def service(self) -> MemoryService:
+        return self.services.memory
+
+    @property
+    def personalities(self) -> PersonalityService:
+        return PersonalityService(self.db.sessionmaker)
+
+    @property
+    def bindings(self) -> BindingService:
+        return BindingService(self.db.sessionmaker)
 
 
 @asynccontextmanager
 async def bench_memory(
-    name: str,
-    *,
-    models: ModelConfigResolver | None = None,
-    llm: LLMClient | None = None,
-    optimize_after: int = 2000,
+    name: str, *, llm: LLMClient | None = None, optimize_after: int = 2000, **settings: Any
 ) -> AsyncIterator[BenchMemory]:
-    """The product's memory service on a fresh database and index, the local embedder warmed up.
+    """The product's services on a fresh database and index, the local embedder warmed up.
 
-    `models` default: extractive summaries, no chat model. `optimize_after` is the index's (a bulk
-    load passes a larger one and optimizes once at the end).
+    Extractive summaries and no chat model unless `settings` say otherwise (see `bench_services`).
+    `optimize_after` is the index's (a bulk load passes a larger one and optimizes once at the end).
     """
     embedder = LocalEmbedder()
     await embedder.embed(["warm up"])
@@ -89,14 +147,8 @@ async def bench_memory(
         index = EdgeVectorIndex(db.workdir / "qdrant", optimize_after=optimize_after)
         try:
             await index.ensure_collection(embedder.dimension)
-            service = MemoryService(
-                db.sessionmaker,
-                index=index,
-                embedder=embedder,
-                summarizer=ExchangeSummarizer(llm or LLMClient()),
-                models=models or summarizer_models(None),
-            )
-            yield BenchMemory(db, index, embedder, service)
+            services = bench_services(db, index=index, embedder=embedder, llm=llm, **settings)
+            yield BenchMemory(db, index, embedder, services)
         finally:
             await index.close()
 

@@ -1,10 +1,12 @@
 """The bot's own overhead per chat message, everything but the LLM call, with 100k memories stored.
 
-Per message: routing (personality names, bindings), storing the user's message, loading the
-personality, recalling memories (query embedding + hybrid search + PostgreSQL read), reading the
-rolling summary and recent history, counting tokens with the model's tokenizer to fit the budget, and
-storing the reply. Memory formation and rolling summaries run after the reply, off this path, and are
-not timed. Conversations are pre-filled with history so the budget has work to do.
+Per message, through the chat turn the bot runs (ChatService.answer): routing (personality names,
+bindings), storing the user's message, loading the personality, recalling memories (query embedding +
+hybrid search + PostgreSQL read), reading the rolling summary and recent history, and counting tokens
+with the model's tokenizer to fit the budget: everything until the model is called (the chat model is
+the OpenAI-compatible test server, answering at once). Storing the reply, memory formation and rolling
+summaries come after the reply is delivered and are not timed. Conversations are pre-filled with
+history so the budget has work to do.
 
     .venv/bin/python -m bench.context [--memories 100000] [--messages 300] [--users 1000] [--runs 3]
 """
@@ -12,27 +14,25 @@ not timed. Conversations are pre-filled with history so the budget has work to d
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import time
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 
 from bench._common import bench_memory, bench_parser, load_average, percentile, spread
 from bench.recall import QUERIES, load
-from memory.chat.rolling import RollingSummarizer
 from memory.chat.service import ChatReply, ChatRequest, ChatService
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.llm import LLMClient
-from memory.owners.bindings import BindingService
-from memory.owners.model_configs import ModelConfigResolver
-from memory.owners.personalities import PersonalityService
 from memory.tokens import count_tokens
 from memory.types import MessageRole
+from testkit.chat import ReplyRecorder
+from testkit.llm_server import LLMTestServer
 
 CHANNELS = 20
 HISTORY = 60
 MODEL = "openai/gpt-4o-mini"
-PARTS = ("total overhead", "routing", "store + recall + prompt", "store reply")
+PARTS = ("total overhead", "routing", "store + recall + prompt")
 REPLY = "That sounds wonderful. Tell me more about it, I remember you mentioned something similar before."
 
 
@@ -62,33 +62,48 @@ async def prefill(chat: ChatService, sessionmaker, personality_id: int, users: i
             await store_messages(session, conversation, messages)
 
 
+class PromptTimer(ReplyRecorder):
+    """Notes when the prompt is ready: the turn holds `writing` from just before the model's call."""
+
+    def __init__(self, reply_id: str) -> None:
+        super().__init__(reply_id)
+        self.ready = 0.0
+        self.tokens = 0
+
+    def writing(self) -> AbstractAsyncContextManager[None]:
+        self.ready = time.perf_counter()
+        return super().writing()
+
+    async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
+        assert reply.ok and reply.prepared.context is not None, reply.text
+        self.tokens = reply.prepared.context.tokens
+        return await super().deliver(reply)
+
+
 async def run(memories: int, messages: int, users: int, passes: int) -> None:
-    llm = LLMClient()
     count_tokens("warm up the tokenizer", MODEL)
-    none = ModelConfigResolver.none()
-    # The bench never calls the chat model: it measures everything up to the call.
-    chat_models = ModelConfigResolver(
-        chat_defaults=dataclasses.replace(none.chat_defaults, model=MODEL),
-        summarizer_defaults=none.summarizer_defaults,
-    )
-    async with bench_memory("context", models=chat_models, llm=llm, optimize_after=memories + 1) as memory:
-        db, service = memory.db, memory.service
-        personality, _ = await PersonalityService(db.sessionmaker).create(
+    async with (
+        LLMTestServer(responder=lambda body: REPLY) as server,
+        # The chat model's tokenizer and window, its calls answered at once by the test server.
+        bench_memory(
+            "context",
+            optimize_after=memories + 1,
+            chat_model=MODEL,
+            chat_api_base=server.base_url,
+            chat_api_key="bench",
+        ) as memory,
+    ):
+        db = memory.db
+        personality, _ = await memory.personalities.create(
             "bench", prompt="You are Bench, a patient listener. " * 20, memory_mode="summarized"
         )
         t = time.perf_counter()
         await load(memory, personality.id, memories, lambda number: f"user{number % users}")
         await memory.index.optimize()
         print(f"loaded {memories:,} memories ({users} users) in {time.perf_counter() - t:.1f} s")
-        chat = ChatService(
-            db.sessionmaker,
-            llm=llm,
-            memory=service,
-            rolling=RollingSummarizer(db.sessionmaker, llm),
-            models=chat_models,
-        )
+        chat = memory.services.chat
         await prefill(chat, db.sessionmaker, personality.id, users)
-        bindings = BindingService(db.sessionmaker)
+        bindings = memory.bindings
         for channel in range(0, CHANNELS, 2):  # half the channels bound, half addressed by name
             await bindings.bind(
                 personality_id=personality.id, channel_id=f"c{channel}", guild_id="g1", user_id="a"
@@ -109,29 +124,24 @@ async def run(memories: int, messages: int, users: int, passes: int) -> None:
             route = await chat.route(text, channel_ids=[channel_id])
             assert route is not None
             routed = time.perf_counter()
-            prepared = await chat.prepare(
-                ChatRequest(
-                    personality_id=route.personality.id,
-                    user_id=user,
-                    user_name=user,
-                    guild_id="g1",
-                    channel_id=channel_id,
-                    message_id=f"bench-{i}",
-                    text=text,
-                )
+            timer = PromptTimer(f"reply-{i}")
+            request = ChatRequest(
+                personality_id=route.personality.id,
+                user_id=user,
+                user_name=user,
+                guild_id="g1",
+                channel_id=channel_id,
+                message_id=f"bench-{i}",
+                text=text,
             )
-            ready = time.perf_counter()
-            # (the LLM call would be here)
-            await chat.record_reply(ChatReply(REPLY, ok=True, prepared=prepared), [(f"reply-{i}", REPLY)])
-            done = time.perf_counter()
+            await chat.answer(request, timer)
             if not runs:
                 continue
-            assert prepared.context is not None
             for part, seconds in zip(
-                PARTS, (done - started, routed - started, ready - routed, done - ready), strict=True
+                PARTS, (timer.ready - started, routed - started, timer.ready - routed), strict=True
             ):
                 runs[-1][part].append(seconds)
-            tokens.append(prepared.context.tokens)
+            tokens.append(timer.tokens)
         print(
             f"per message, {passes} passes of {messages} messages, {CHANNELS} channels with {HISTORY}+ "
             f"messages of history; median (min, max) over the passes; load average {load_average()}"

@@ -52,7 +52,7 @@ async def measure(variant: str, queries: int, count: int, batch_size: int) -> di
     started = time.perf_counter()
     embed: Any
     if variant.startswith("onnx"):
-        from memory.recall.embedders import LocalEmbedder
+        from memory.recall.local_embedder import LocalEmbedder
 
         threads = int(variant[-1]) if variant[-2:] in ("t1", "t2") else None
         quantized = "fp32" not in variant

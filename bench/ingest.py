@@ -33,18 +33,16 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bench._common import BenchDatabase, bench_database, bench_parser, load_average, spread, summarizer_models
+from bench._common import BenchDatabase, bench_database, bench_parser, bench_services, load_average, spread
 from bench.llm_servers import BenchServer
 from bench.locomo import dev_dialogues
 from bench.recall_sets import Dialogue, synthetic_dialogue
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.formation.importer import TranscriptImporter, read_transcript
-from memory.formation.summarizer import ExchangeSummarizer
+from memory.formation.importer import read_transcript
 from memory.llm import LLMClient, load_litellm
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
-from memory.service import MemoryService
 from memory.settings import Settings
 from memory.types import MemoryMode, MessageRole, ModelConfig
 
@@ -119,15 +117,9 @@ async def form_once(db: BenchDatabase, embedder: Embedder, scenario: Scenario, r
     await seed(db, personality.id, scenario.exchanges, prefix=f"{run_id}-")
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
     llm = LLMClient(max_concurrency_per_provider=scenario.ceiling, max_retries=DEFAULTS["llm_max_retries"])
-    batch = {} if scenario.batch_size is None else {"batch_size": scenario.batch_size}
-    service = MemoryService(
-        db.sessionmaker,
-        index=index,
-        embedder=embedder,
-        summarizer=ExchangeSummarizer(llm),
-        models=summarizer_models(cfg),
-        **batch,  # type: ignore[arg-type]
-    )
+    service = bench_services(db, index=index, embedder=embedder, llm=llm, summarizer=cfg).memory
+    if scenario.batch_size is not None:
+        service.formation.batch_size = scenario.batch_size
     if scenario.ahead is not None:
         service.formation.batches_ahead = scenario.ahead
     before = await server.stats(reset=True)
@@ -206,14 +198,7 @@ async def run_formation(args: Args, embedder: Embedder, db: BenchDatabase) -> No
 async def import_once(db: BenchDatabase, embedder: Embedder, dialogues: list[Dialogue], run_id: str) -> float:
     """Import every dialogue in verbatim mode for a fresh personality; exchanges per second."""
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
-    service = MemoryService(
-        db.sessionmaker,
-        index=index,
-        embedder=embedder,
-        summarizer=ExchangeSummarizer(LLMClient()),
-        models=summarizer_models(None),
-    )
-    importer = TranscriptImporter(db.sessionmaker, service.formation)
+    importer = bench_services(db, index=index, embedder=embedder).importer
     personality, _ = await PersonalityService(db.sessionmaker).create(
         f"import-{run_id}", memory_mode=MemoryMode.VERBATIM
     )

@@ -53,7 +53,7 @@ class BenchServer:
             return _stats(self._local, reset)
         assert self._conn is not None
         self._conn.send("reset" if reset else "stats")
-        return await asyncio.to_thread(self._conn.recv)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(self._conn.recv)
 
     async def __aexit__(self, *exc: object) -> None:
         if self._local is not None:

@@ -25,20 +25,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from bench._common import bench_database, bench_parser, percentile, summarizer_models
+from bench._common import BenchDatabase, bench_database, bench_parser, bench_services, percentile
 from bench.locomo import DEV_DIR, dev_dialogues
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
 from memory.formation.importer import TranscriptImporter, read_transcript
-from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder, LocalEmbedder
+from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
+from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService, RecalledMemory
 from memory.types import MemoryMode, ModelConfig
+from memory.wiring import MemoryServices
 
 LIMIT = 10
 
@@ -143,19 +142,12 @@ def summarizer_config() -> ModelConfig | None:
     return ModelConfig(model=model, api_base=os.environ.get("SUMMARIZER_API_BASE")) if model else None
 
 
-def eval_memory(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    index: VectorIndex,
-    embedder: Embedder,
-    cfg: ModelConfig | None,
-) -> MemoryService:
-    """The product's memory service as the evals measure it: summaries by `cfg` (None: extractive)."""
-    return MemoryService(
-        sessionmaker,
-        index=index,
-        embedder=embedder,
-        summarizer=ExchangeSummarizer(LLMClient(max_concurrency_per_provider=8)),
-        models=summarizer_models(cfg),
+def eval_services(
+    db: BenchDatabase, index: VectorIndex, embedder: Embedder, cfg: ModelConfig | None
+) -> MemoryServices:
+    """The product's services as the evals measure them: summaries by `cfg` (None: extractive)."""
+    return bench_services(
+        db, index=index, embedder=embedder, llm=LLMClient(max_concurrency_per_provider=8), summarizer=cfg
     )
 
 
@@ -175,8 +167,8 @@ async def run(sets: Sequence[str], modes: Sequence[MemoryMode], runs: int, locom
         personalities = PersonalityService(db.sessionmaker)
         for mode in modes:
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
-            service = eval_memory(db.sessionmaker, index, embedder, cfg)
-            importer = TranscriptImporter(db.sessionmaker, service.formation)
+            runtime = eval_services(db, index, embedder, cfg)
+            service, importer = runtime.memory, runtime.importer
             for set_name, members in dialogues.items():
                 total = Scores()
                 latencies: list[list[float]] = [[] for _ in range(runs)]

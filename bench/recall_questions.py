@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import bench_database, bench_parser
-from bench.recall_quality import eval_memory, summarizer_config
+from bench.recall_quality import eval_services, summarizer_config
 from memory.formation.importer import TranscriptImporter, TranscriptLine, read_transcript
 from memory.formation.sillytavern import parse_sillytavern
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import LocalEmbedder
+from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService, RecalledMemory
 from memory.types import MemoryMode
 
@@ -205,8 +205,8 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
         for mode in modes:
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
             try:
-                service = eval_memory(db.sessionmaker, index, embedder, cfg)
-                importer = TranscriptImporter(db.sessionmaker, service.formation)
+                services = eval_services(db, index, embedder, cfg)
+                service, importer = services.memory, services.importer
                 scores = await score_mode(service, importer, personalities, mode, questions)
             finally:
                 await index.close()

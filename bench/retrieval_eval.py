@@ -19,12 +19,12 @@ from pathlib import Path
 from sqlalchemy import select
 
 from bench._common import bench_database
-from bench.recall_quality import eval_memory, summarizer_config
-from memory.formation.importer import TranscriptImporter, read_transcript
+from bench.recall_quality import eval_services, summarizer_config
+from memory.formation.importer import read_transcript
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import LocalEmbedder
 from memory.recall.keywords import encode_sparse_query
+from memory.recall.local_embedder import LocalEmbedder
 from memory.types import MemoryMode, RecallFilter
 from models import Memory
 
@@ -48,11 +48,12 @@ async def run() -> None:
     async with bench_database("eval") as db:
         for mode in MemoryMode:
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
-            service = eval_memory(db.sessionmaker, index, embedder, cfg)
+            runtime = eval_services(db, index, embedder, cfg)
+            service = runtime.memory
             personality, _ = await PersonalityService(db.sessionmaker).create(
                 f"mira-{mode.value}", memory_mode=mode
             )
-            await TranscriptImporter(db.sessionmaker, service.formation).import_lines(
+            await runtime.importer.import_lines(
                 lines,
                 personality_id=personality.id,
                 personality_user_id="mira",

@@ -53,15 +53,10 @@ def _load(url: str, data_dir: str, memories: int, users: int) -> None:
 
 
 async def _load_async(url: str, data_dir: Path, memories: int, users: int) -> None:
-    from bench._common import BenchDatabase, BenchMemory
+    from bench._common import BenchDatabase, BenchMemory, bench_services
     from bench.recall import load
-    from memory.formation.summarizer import ExchangeSummarizer
-    from memory.llm import LLMClient
-    from memory.owners.model_configs import ModelConfigResolver
-    from memory.owners.personalities import PersonalityService
     from memory.recall.edge import EdgeVectorIndex
     from memory.recall.local_embedder import LocalEmbedder
-    from memory.service import MemoryService
     from models.database import create_engine, create_sessionmaker
 
     engine = create_engine(url)
@@ -70,17 +65,9 @@ async def _load_async(url: str, data_dir: Path, memories: int, users: int) -> No
     try:
         await index.ensure_collection(embedder.dimension)
         db = BenchDatabase(engine=engine, sessionmaker=create_sessionmaker(engine), workdir=data_dir)
-        service = MemoryService(
-            db.sessionmaker,
-            index=index,
-            embedder=embedder,
-            summarizer=ExchangeSummarizer(LLMClient()),
-            models=ModelConfigResolver.none(),
-        )
-        personality, _ = await PersonalityService(db.sessionmaker).create(BENCH, memory_mode="summarized")
-        await load(
-            BenchMemory(db, index, embedder, service), personality.id, memories, lambda n: f"user{n % users}"
-        )
+        memory = BenchMemory(db, index, embedder, bench_services(db, index=index, embedder=embedder))
+        personality, _ = await memory.personalities.create(BENCH, memory_mode="summarized")
+        await load(memory, personality.id, memories, lambda n: f"user{n % users}")
         await index.optimize()
     finally:
         await index.close()
@@ -93,6 +80,7 @@ async def serve_chat(data_dir: Path, url: str, base_url: str, messages: int, use
     from bot.runtime import open_runtime
     from bot.settings import load_bot_settings
     from memory.chat.service import ChatRequest
+    from testkit.chat import ReplyRecorder
 
     describe_memory("interpreter, before the runtime")
     settings = load_bot_settings(
@@ -118,7 +106,7 @@ async def serve_chat(data_dir: Path, url: str, base_url: str, messages: int, use
         started = time.perf_counter()
         for i in range(messages):
             user = f"user{i % users}"
-            prepared = await runtime.chat.prepare(
+            turn = await runtime.chat.answer(
                 ChatRequest(
                     personality_id=personality.id,
                     user_id=user,
@@ -127,12 +115,10 @@ async def serve_chat(data_dir: Path, url: str, base_url: str, messages: int, use
                     channel_id=CHANNEL,
                     message_id=f"m-{i}",
                     text=f"Do you remember what I told you about my garden and the tomatoes? ({i})",
-                )
+                ),
+                ReplyRecorder(f"r-{i}"),
             )
-            reply = await runtime.chat.generate(prepared)
-            assert reply.ok, reply.text
-            await runtime.chat.record_reply(reply, [(f"r-{i}", reply.text)])
-            await runtime.chat.after_reply(prepared.conversation_id)
+            assert turn.reply.ok, turn.reply.text
             if i + 1 in (1, messages // 2, messages):
                 describe_memory(f"after {i + 1} chat messages answered and remembered")
         elapsed = time.perf_counter() - started

@@ -41,17 +41,16 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bench._common import BenchDatabase, bench_database, bench_parser, summarizer_models
+from bench._common import BenchDatabase, bench_database, bench_parser, bench_services
 from bench.locomo import DEV_DIR, dev_dialogues
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.fidelity import Facts, key_facts, vocabulary, word_stem
-from memory.formation.importer import TranscriptImporter, TranscriptLine
-from memory.formation.summarizer import BATCH_EXCHANGES, ExchangeSummarizer
+from memory.formation.importer import TranscriptLine
+from memory.formation.summarizer import BATCH_EXCHANGES
 from memory.llm import LLMClient, load_litellm
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.local_embedder import LocalEmbedder
-from memory.service import MemoryService
 from memory.tokens import count_tokens
 from memory.types import MemoryMode, ModelConfig
 from models import Memory
@@ -266,14 +265,14 @@ async def form(
 ) -> dict[str, list[Memory]]:
     """Import the transcripts for a fresh summarized personality; its memories, by transcript."""
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
-    service = MemoryService(
-        db.sessionmaker,
+    importer = bench_services(
+        db,
         index=index,
         embedder=embedder,
-        summarizer=ExchangeSummarizer(LLMClient(max_retries=0), batch_exchanges=batch_exchanges),
-        models=summarizer_models(cfg),
-    )
-    importer = TranscriptImporter(db.sessionmaker, service.formation)
+        llm=LLMClient(max_retries=0),
+        summarizer=cfg,
+        summarizer_batch=batch_exchanges,
+    ).importer
     found: dict[str, list[Memory]] = {}
     try:
         for transcript in transcripts:

@@ -8,20 +8,15 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.interactions import report_error
 from bot.runtime import Runtime
 from bot.tasks import BackgroundTasks
-from memory.errors import UserFacingError
 
 log = logging.getLogger(__name__)
 
-# The cogs with slash commands (and context menus); the chat cog listens to messages and publishes none.
-SLASH_COMMAND_EXTENSIONS: tuple[str, ...] = (
-    "bot.cogs.memory",
-    "bot.cogs.personality",
-    "bot.cogs.persona",
-    "bot.cogs.message_actions",
-)
-EXTENSIONS: tuple[str, ...] = (*SLASH_COMMAND_EXTENSIONS, "bot.cogs.chat")
+# The features with slash commands (and message menus); chat listens to messages and publishes none.
+SLASH_COMMAND_EXTENSIONS: tuple[str, ...] = ("bot.memory", "bot.personality", "bot.persona")
+EXTENSIONS: tuple[str, ...] = (*SLASH_COMMAND_EXTENSIONS, "bot.chat")
 
 
 class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
@@ -30,32 +25,8 @@ class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
     async def on_error(
         self, interaction: discord.Interaction[PersonaeBot], error: app_commands.AppCommandError
     ) -> None:
-        original = getattr(error, "original", error)
-        if isinstance(original, UserFacingError):
-            message = str(original)
-        elif isinstance(error, app_commands.CheckFailure):
-            message = str(error) or "You can't use this command here."
-        else:
-            log.exception(
-                "Command %r failed",
-                interaction.command and interaction.command.qualified_name,
-                exc_info=original,
-            )
-            message = "Something went wrong on our side; it has been logged."
-        try:
-            if interaction.response.is_done():
-                await interaction.followup.send(message, ephemeral=True)
-            else:
-                await interaction.response.send_message(message, ephemeral=True)
-        except discord.HTTPException as exc:
-            # Most often the interaction expired (a first response after Discord's 3 s, 10062 Unknown
-            # interaction): nobody is left to tell, and raising here would only surface as "Task
-            # exception was never retrieved".
-            log.warning(
-                "Could not report an error to the user of %r: %s",
-                interaction.command and interaction.command.qualified_name,
-                exc,
-            )
+        name = interaction.command.qualified_name if interaction.command else "?"
+        await report_error(interaction, error, f"Command {name!r}")
 
 
 async def sync_command_tree(bot: commands.AutoShardedBot, guild_id: int | None = None) -> list[str]:

@@ -1,12 +1,6 @@
 """The composition root: settings -> database -> services, built in one place and closed together.
-
-Two sizes, each opened by its own context manager:
-- `Core` (`open_core`): the database and the services over it, for commands that need no vector index;
-- `Runtime` (`open_runtime`): the Core plus the LLM client, the index-backed memory service, the
-  importer and the chat service, for the bot and the commands that form or recall memories. The
-  embedded vector index is held by one process at a time, so only these open it.
-Nothing in either is optional: what a command gets, exists.
-"""
+`open_core` gives the database and the owner services (commands that need no index); `open_runtime`
+adds the index and the memory and chat services (`build_runtime`, over memory.wiring)."""
 
 from __future__ import annotations
 
@@ -34,8 +28,10 @@ from models.migrate import upgrade_database
 if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch) and happens on demand
     from memory.chat.service import ChatService
     from memory.formation.importer import TranscriptImporter
+    from memory.formation.pending import AwaitedReplies
     from memory.llm import LLMClient
     from memory.recall.embedders import Embedder
+    from memory.recall.index import VectorIndex
     from memory.service import MemoryService
 
 
@@ -66,6 +62,7 @@ class Runtime(Core):
     memory: MemoryService
     importer: TranscriptImporter
     chat: ChatService
+    awaited: AwaitedReplies
 
 
 async def database_url(settings: BotSettings) -> str:
@@ -110,6 +107,36 @@ async def open_core(settings: BotSettings) -> AsyncIterator[Core]:
         await engine.dispose()
 
 
+def make_deployment_embedder(settings: BotSettings, *, load_now: bool = False) -> Embedder:
+    """The embedder EMBEDDING_MODEL names; `load_now`: start loading it at once (in the background)."""
+    from memory.recall.embedders import make_embedder
+
+    return make_embedder(settings.embedding_model, api_base=settings.embedding_api_base, load_now=load_now)
+
+
+def build_runtime(core: Core, *, index: VectorIndex, embedder: Embedder, llm: LLMClient) -> Runtime:
+    """The Core and the memory and chat services over it, on an open index (memory.wiring)."""
+    from memory.wiring import wire_memory_services
+
+    services = wire_memory_services(
+        core.settings,
+        core.sessionmaker,
+        models=core.models,
+        index=index,
+        embedder=embedder,
+        llm=llm,
+        user_settings=core.user_settings,
+        incognito=core.incognito,
+        personas=core.personas,
+    )
+    # A personality created, renamed or deleted here is routable (or not) from the next message on.
+    core.personalities.subscribe(services.chat.routing.invalidate)
+    return Runtime(
+        **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
+        **{field.name: getattr(services, field.name) for field in dataclasses.fields(services)},
+    )
+
+
 @asynccontextmanager
 async def open_memory_services(
     core: Core,
@@ -125,14 +152,9 @@ async def open_memory_services(
     index_when_used: the index opens at its first use, not now (a command that may only read
     PostgreSQL runs while another process holds the embedded index).
     """
-    from memory.chat.rolling import RollingSummarizer
-    from memory.chat.service import ChatService
-    from memory.formation.importer import TranscriptImporter
-    from memory.formation.summarizer import ExchangeSummarizer
     from memory.llm import LLMClient
-    from memory.recall.embedders import make_embedder
-    from memory.recall.index import IndexOpenedWhenUsed, VectorIndex, open_vector_index
-    from memory.service import MemoryService
+    from memory.recall.backends import open_vector_index
+    from memory.recall.index import IndexOpenedWhenUsed
 
     settings = core.settings
     api_key = settings.qdrant_api_key
@@ -147,50 +169,22 @@ async def open_memory_services(
 
     index = IndexOpenedWhenUsed(open_index) if index_when_used else open_index()
     try:
-        llm = LLMClient(
-            max_concurrency_per_provider=settings.llm_concurrency_per_provider,
-            max_retries=settings.llm_max_retries,
-        )
-        memory = MemoryService(
-            core.sessionmaker,
+        runtime = build_runtime(
+            core,
             index=index,
-            embedder=embedder
-            or make_embedder(settings.embedding_model, api_base=settings.embedding_api_base),
-            summarizer=ExchangeSummarizer(
-                llm,
-                max_tokens=settings.summary_max_tokens,
-                min_tokens=settings.summary_min_tokens,
-                input_tokens=settings.summarizer_input_tokens,
+            embedder=embedder or make_deployment_embedder(settings),
+            llm=LLMClient(
+                max_concurrency_per_provider=settings.llm_concurrency_per_provider,
+                max_retries=settings.llm_max_retries,
             ),
-            models=core.models,
-            min_summarize_tokens=settings.min_summarize_tokens,
         )
-        chat = ChatService(
-            core.sessionmaker,
-            llm=llm,
-            memory=memory,
-            rolling=RollingSummarizer.from_settings(core.sessionmaker, llm, settings),
-            models=core.models,
-            context_share=settings.context_share,
-            memory_context_share=settings.memory_context_share,
-            lore_scan_depth=settings.lore_scan_depth,
-            recall_limit=settings.recall_limit,
-        )
-        # A personality created, renamed or deleted here is routable (or not) from the next message on.
-        core.personalities.subscribe(chat.routing.invalidate)
-        if not (rebuild_index or index_when_used) and (lost := await memory.lost_from_index()):
+        if not (rebuild_index or index_when_used) and (lost := await runtime.memory.lost_from_index()):
             log.warning(
                 "The vector index is empty but PostgreSQL holds %d indexed memories: recall finds "
                 "nothing until `personae reindex` rebuilds it",
                 lost,
             )
-        yield Runtime(
-            **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
-            llm=llm,
-            memory=memory,
-            importer=TranscriptImporter(core.sessionmaker, memory.formation),
-            chat=chat,
-        )
+        yield runtime
     finally:
         await index.close()
 

@@ -1,5 +1,5 @@
 """The bot's settings: the domain's, plus Discord's (token, admins, creators, flood control, reaction,
-how late a missed message is still answered).
+how late a missed message is still answered, how often pending memories are caught up).
 
 The domain receives admin and creator ids as constructor arguments from the composition root
 (bot/runtime.py), so it never reads Discord's settings itself.
@@ -26,6 +26,9 @@ class BotSettings(Settings):
     # Messages sent while the bot was offline are read back when it connects and all remembered;
     # those addressed to a personality within these last minutes are answered too, older ones not.
     missed_reply_minutes: float = Field(default=10.0, ge=0)
+    # Memories left to form (a crash, a failed pass) are formed at start-up, then every so many
+    # seconds; 0 turns that timer off (`personae worker` processes form them instead).
+    catch_up_seconds: float = Field(default=300.0, ge=0)
     # Sharding (Discord requires it past 2,500 guilds): unset, one process runs Discord's recommended
     # number of shards. SHARD_COUNT with SHARD_IDS (e.g. 0,1) gives this process those shards only.
     shard_count: int | None = Field(default=None, ge=1)

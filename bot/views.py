@@ -1,36 +1,16 @@
-"""Buttons and modals: a confirmation for destructive commands, the summarizer-prompt editor."""
+"""The confirmation a destructive command asks for (/memory forget all, /personality delete)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import discord
 
-from memory.errors import UserFacingError
-from memory.owners.personality_fields import MAX_SUMMARIZER_PROMPT_LENGTH
-
-log = logging.getLogger(__name__)
+from bot.interactions import report_error
 
 CONFIRM_TIMEOUT = 120.0
 ConfirmAction = Callable[[], Awaitable[str]]
-
-
-async def reply_privately(interaction: discord.Interaction[Any], message: str) -> None:
-    """An ephemeral message as the first response or a follow-up, whichever is still open."""
-    if interaction.response.is_done():
-        await interaction.followup.send(message, ephemeral=True)
-    else:
-        await interaction.response.send_message(message, ephemeral=True)
-
-
-async def report_error(interaction: discord.Interaction[Any], error: Exception, where: str) -> None:
-    if isinstance(error, UserFacingError):
-        await reply_privately(interaction, str(error))
-        return
-    log.exception("%s failed", where, exc_info=error)
-    await reply_privately(interaction, "Something went wrong on our side; it has been logged.")
 
 
 class ConfirmView(discord.ui.View):
@@ -67,27 +47,3 @@ class ConfirmView(discord.ui.View):
         self, interaction: discord.Interaction[Any], error: Exception, item: discord.ui.Item[Any]
     ) -> None:
         await report_error(interaction, error, "Confirmation")
-
-
-class SummarizerPromptModal(discord.ui.Modal, title="Summarizer prompt"):
-    """Edit a personality's summarizer prompt; submitting it empty goes back to the default."""
-
-    prompt: discord.ui.TextInput[SummarizerPromptModal] = discord.ui.TextInput(
-        label="Prompt (empty = default)",
-        style=discord.TextStyle.paragraph,
-        required=False,
-        max_length=MAX_SUMMARIZER_PROMPT_LENGTH,
-        custom_id="personae:summarizer-prompt",
-    )
-
-    def __init__(self, *, current: str | None, save: Callable[[str], Awaitable[str]]) -> None:
-        super().__init__(custom_id="personae:summarizer-prompt-modal")
-        self.prompt.default = current
-        self._save = save
-
-    async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
-        await interaction.response.send_message(await self._save(self.prompt.value), ephemeral=True)
-
-    # discord.py's Modal reports errors without the item, narrowing BaseView's signature.
-    async def on_error(self, interaction: discord.Interaction[Any], error: Exception) -> None:  # type: ignore[override]
-        await report_error(interaction, error, "Summarizer prompt")

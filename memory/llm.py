@@ -76,7 +76,7 @@ def load_litellm() -> ModuleType:
     litellm.disable_hf_tokenizer_download = True
     # The embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so our max_retries=0 would mean
     # the SDK's two silent retries on top of RetryPolicy's; with this default, 0 means none.
-    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[misc]  # Final in litellm, read at call time
+    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[attr-defined]  # Final in litellm, read at call time
     return litellm
 
 

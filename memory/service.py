@@ -1,32 +1,47 @@
 """Long-term memory's one front door: form memories from the message log, recall them, let users steer.
 
-A thin facade over the rooms where the work happens: memory.formation (forming, re-summarizing, the
-mode policy, stats, steering, corrections) and memory.recall (the store of rows and index points,
-search, curation, upkeep). Callers (chat, the cogs, the CLI, bench) use only this; it takes plain ids
-and knows no Discord. Most of its methods are a room's function with the service's store (or its
-formation pipeline) bound as the first argument: their signature and docstring are written once,
-where the work is done. Methods written out here add something: the user text they clean, the parts
-they pass, the rooms they combine.
-"""
+A facade over the rooms where the work happens: memory.formation (forming, re-summarizing, the mode
+policy, stats, steering, corrections) and memory.recall (the store of rows and index points, search,
+curation, upkeep). Callers (chat, the cogs, the CLI, bench) use only this, and import the types of its
+answers from here too; it takes plain ids and knows no Discord. Each method hands its work to the room
+that does it."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.conversations import Venue, conversation_title
 from memory.formation import corrections, forming, steering
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.corrections import MAX_CORRECTION_CHARS
 from memory.formation.forming import FormationReport, MemoryFormation
+from memory.formation.importer import (
+    SkippedLine,
+    TranscriptLine,
+    open_transcript,
+    parse_transcript,
+    parse_transcript_lines,
+    read_transcript,
+    read_transcript_text,
+    transcript_file_lines,
+)
+from memory.formation.mode import effective_mode
+from memory.formation.pending import AwaitedReplies
 from memory.formation.resummarize import resummarize
-from memory.formation.stats import MemoryStats, ModeStats, memory_stats
+from memory.formation.sillytavern import parse_sillytavern
+from memory.formation.stats import MemoryStats, ModeStats, fallback_line, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
+from memory.formation.worker import run_worker
+from memory.owners.incognito import IncognitoService, IncognitoSpan
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
+from memory.owners.personas import PersonaService
+from memory.owners.user_settings import UserSettingsService
 from memory.recall import curation, upkeep
 from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
 from memory.recall.embedders import Embedder
@@ -34,74 +49,54 @@ from memory.recall.index import VectorIndex
 from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
 from memory.recall.upkeep import DriftReport
-from memory.types import ProgressCallback
-from models import Personality
+from memory.types import MemoryMode, ModelConfig, ProgressCallback
+from models import Persona, Personality, UserSettings
 
 __all__ = [
     "MAX_CORRECTION_CHARS",
     "BrowsedMemory",
     "DriftReport",
     "FormationReport",
+    "MemoryMode",
     "MemoryPage",
     "MemoryService",
     "MemoryStats",
+    "MemoryStatus",
     "ModeStats",
     "RecalledMemory",
     "RememberReport",
+    "SkippedLine",
+    "TranscriptLine",
+    "Venue",
+    "fallback_line",
+    "open_transcript",
+    "parse_sillytavern",
+    "parse_transcript",
+    "parse_transcript_lines",
+    "read_transcript",
+    "read_transcript_text",
+    "run_worker",
+    "transcript_file_lines",
 ]
-
-Part = TypeVar("Part")
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-class _Bound(Generic[Part, P, R]):
-    """A facade method that is `fn` called with one part of the service (its store, its formation)
-    first: `service.name(...)` is `fn(part, ...)`, each keyword argument named in `cleaned` passed
-    through its cleaner first."""
-
-    def __init__(
-        self,
-        part: Callable[[MemoryService], Part],
-        fn: Callable[Concatenate[Part, P], R],
-        cleaned: Mapping[str, Callable[[Any], Any]] | None = None,
-    ) -> None:
-        self._part = part
-        self._fn = fn
-        self._cleaned = dict(cleaned or {})
-        self.__doc__ = fn.__doc__
-
-    @overload
-    def __get__(self, service: None, owner: type[MemoryService]) -> _Bound[Part, P, R]: ...
-
-    @overload
-    def __get__(self, service: MemoryService, owner: type[MemoryService]) -> Callable[P, R]: ...
-
-    def __get__(
-        self, service: MemoryService | None, owner: type[MemoryService]
-    ) -> _Bound[Part, P, R] | Callable[P, R]:
-        if service is None:
-            return self
-        part, fn, cleaned = self._part(service), self._fn, self._cleaned
-
-        def bound(*args: P.args, **kwargs: P.kwargs) -> R:
-            for name, clean in cleaned.items():
-                if name in kwargs:
-                    kwargs[name] = clean(kwargs[name])
-            return fn(part, *args, **kwargs)
-
-        bound.__doc__ = fn.__doc__
-        return bound
-
-
-def _on_store(
-    fn: Callable[Concatenate[MemoryStore, P], R], cleaned: Mapping[str, Callable[[Any], Any]] | None = None
-) -> _Bound[MemoryStore, P, R]:
-    return _Bound(lambda service: service._store, fn, cleaned)
-
 
 # The most matches a search in /memory browse pages through.
 BROWSE_MATCHES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStatus:
+    """A user's memory status, with one personality (mode, who set it, summarizer, the conversation
+    here) or with all of them (their general settings)."""
+
+    stats: MemoryStats
+    personality: Personality | None
+    incognito: list[IncognitoSpan]
+    persona: Persona | None
+    general_settings: UserSettings | None = None
+    mode: MemoryMode | None = None  # None: memory off
+    mode_set_by: str = ""
+    summarizer: ModelConfig | None = None
+    conversation_title: str | None = None
 
 
 class MemoryService:
@@ -115,16 +110,25 @@ class MemoryService:
         embedder: Embedder,
         summarizer: ExchangeSummarizer,
         models: ModelConfigResolver,
+        awaited: AwaitedReplies,
+        user_settings: UserSettingsService,
+        incognito: IncognitoService,
+        personas: PersonaService,
         min_summarize_tokens: int = 40,
         batch_size: int = 64,
     ) -> None:
         self._store = MemoryStore(sessionmaker, index, embedder)
         self._summarizer = summarizer
         self._models = models
+        # What a user's memory status reports beside the memories themselves.
+        self._user_settings = user_settings
+        self._incognito = incognito
+        self._personas = personas
         self._formation = MemoryFormation(
             self._store,
             summarizer,
             models,
+            awaited=awaited,
             min_summarize_tokens=min_summarize_tokens,
             batch_size=batch_size,
         )
@@ -140,9 +144,33 @@ class MemoryService:
 
     # ----------------------------------------------------------------------- formation
 
-    form_pending = _Bound(lambda service: service._formation, MemoryFormation.form_pending)
-    pending_message_count = _on_store(forming.pending_message_count)
-    index_pending = _on_store(MemoryStore.index_pending)
+    async def form_pending(
+        self,
+        *,
+        conversation_id: int | None = None,
+        personality_id: int | None = None,
+        mode_override: MemoryMode | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> FormationReport:
+        """Turn every complete exchange not yet remembered (of one conversation or personality, or all)
+        into memories, then index them (memory.formation.forming)."""
+        return await self._formation.form_pending(
+            conversation_id=conversation_id,
+            personality_id=personality_id,
+            mode_override=mode_override,
+            progress=progress,
+        )
+
+    async def pending_message_count(
+        self, personality_id: int | None = None, user_id: str | None = None
+    ) -> int:
+        """Messages not yet turned into memories (a user's own, when user_id is given); excluded ones
+        (incognito, forgotten) never will be, so they are not counted."""
+        return await forming.pending_message_count(self._store, personality_id, user_id)
+
+    async def index_pending(self) -> int:
+        """Index memories written to PostgreSQL but not yet searchable (after a crash, say)."""
+        return await self._store.index_pending()
 
     async def resummarize(
         self, personality_id: int, *, progress: ProgressCallback | None = None, batch: int = 32
@@ -154,33 +182,25 @@ class MemoryService:
 
     # -------------------------------------------------------------------------- recall
 
-    # A query is user text: template tokens in it must not steer the search.
-    recall = _on_store(recall, {"query": strip_chat_template_tokens})
-
-    # ------------------------------------------------------------------ user controls
-
-    forget = _on_store(MemoryStore.forget)
-    unform = _on_store(steering.unform)
-    forget_message = _on_store(steering.forget_exchange)
-    set_pinned = _on_store(corrections.set_pinned)
-    correct = _on_store(corrections.correct)
-    browse = _on_store(curation.newest_page)
-    browsed = _on_store(curation.memories_by_id)
-    stats = _on_store(memory_stats)
-
-    async def remember_message(
-        self, *, message_id: str, channel_id: str | None, user_id: str
-    ) -> RememberReport:
-        """ "Remember this": form the user's exchange of this logged message now and pin its memory.
-
-        NotFoundError for a message never logged, PermissionDeniedError for someone else's exchange.
-        """
-        return await steering.remember(
+    async def recall(
+        self,
+        *,
+        personality_id: int,
+        user_id: str,
+        query: str,
+        guild_id: str | None = None,
+        limit: int = 5,
+    ) -> list[RecalledMemory]:
+        """The user's memories of this personality that best match the query, for this venue only (in a
+        guild: DM memories only if the user allowed it); see memory.recall.search."""
+        # A query is user text: template tokens in it must not steer the search.
+        return await recall(
             self._store,
-            lambda conversation_id: self.form_pending(conversation_id=conversation_id),
-            message_id=message_id,
-            channel_id=channel_id,
+            personality_id=personality_id,
             user_id=user_id,
+            query=strip_chat_template_tokens(query),
+            guild_id=guild_id,
+            limit=limit,
         )
 
     async def best_matches(
@@ -200,6 +220,112 @@ class MemoryService:
         found.sort(key=lambda m: -m.score)
         return [m.id for m in found[:limit]]
 
+    async def search(
+        self, *, user_id: str, query: str, personality_id: int | None = None, limit: int = 5
+    ) -> list[BrowsedMemory]:
+        """The user's memories that best match the query, best first, across venues (/memory search)."""
+        ids = await self.best_matches(
+            user_id=user_id, query=query, personality_id=personality_id, limit=limit
+        )
+        return await self.browsed(user_id=user_id, ids=ids)
+
+    # ------------------------------------------------------------------ user controls
+
+    async def forget(
+        self,
+        *,
+        user_id: str,
+        personality_id: int | None = None,
+        memory_ids: Sequence[uuid.UUID] | None = None,
+    ) -> int:
+        """Delete the user's memories (all, one personality's, or the given ids); returns how many."""
+        return await self._store.forget(user_id=user_id, personality_id=personality_id, memory_ids=memory_ids)
+
+    async def unform(self, *, conversation_id: int, external_ids: Collection[str], exclude: bool) -> int:
+        """Forget every live memory formed from these messages' exchanges; returns how many.
+
+        exclude: the messages are marked forgotten, never formed again; otherwise they are pending
+        again and formation forms their exchanges anew (memory.formation.steering)."""
+        return await steering.unform(
+            self._store, conversation_id=conversation_id, external_ids=external_ids, exclude=exclude
+        )
+
+    async def remember_message(
+        self, *, message_id: str, channel_id: str | None, user_id: str
+    ) -> RememberReport:
+        """ "Remember this": form the user's exchange of this logged message now and pin its memory.
+
+        NotFoundError for a message never logged, PermissionDeniedError for someone else's exchange.
+        """
+        return await steering.remember(
+            self._store,
+            lambda conversation_id: self.form_pending(conversation_id=conversation_id),
+            message_id=message_id,
+            channel_id=channel_id,
+            user_id=user_id,
+        )
+
+    async def forget_message(self, *, message_id: str, channel_id: str | None, user_id: str) -> int:
+        """ "Forget this": forget the user's exchange of this message for good; memories removed."""
+        return await steering.forget_exchange(
+            self._store, message_id=message_id, channel_id=channel_id, user_id=user_id
+        )
+
+    async def set_pinned(self, *, user_id: str, memory_id: uuid.UUID, pinned: bool) -> None:
+        """Pin or unpin one of the user's memories (NotFoundError when they have no such memory)."""
+        await corrections.set_pinned(self._store, user_id=user_id, memory_id=memory_id, pinned=pinned)
+
+    async def correct(self, *, user_id: str, memory_id: uuid.UUID, content: str) -> None:
+        """Replace the text of one of the user's memories with their correction, re-embedded and
+        re-indexed; what was said stays kept (memory.formation.corrections)."""
+        await corrections.correct(self._store, user_id=user_id, memory_id=memory_id, content=content)
+
+    async def browse(
+        self, *, user_id: str, personality_id: int | None = None, offset: int = 0, limit: int = 5
+    ) -> MemoryPage:
+        """The user's memories (of one personality, or all), newest first, `limit` from `offset`."""
+        return await curation.newest_page(
+            self._store, user_id=user_id, personality_id=personality_id, offset=offset, limit=limit
+        )
+
+    async def browsed(self, *, user_id: str, ids: Sequence[uuid.UUID]) -> list[BrowsedMemory]:
+        """These memories of the user, in the order given; those forgotten meanwhile (or not theirs)
+        left out."""
+        return await curation.memories_by_id(self._store, user_id=user_id, ids=ids)
+
+    async def status(self, *, user_id: str, personality: Personality | None, venue: Venue) -> MemoryStatus:
+        """How the user's memory behaves (with one personality, here; or with all of them): the settings
+        in force and who set them, storage, pending work, incognito, the persona (/memory status)."""
+        stats = await self.stats(personality_id=personality.id if personality else None, user_id=user_id)
+        if personality is None:
+            return MemoryStatus(
+                stats=stats,
+                personality=None,
+                general_settings=await self._user_settings.get(user_id),
+                incognito=list(await self._incognito.current(user_id)),
+                persona=await self._personas.get(user_id),
+            )
+        mode, source = effective_mode(
+            personality, await self._user_settings.for_personality(user_id, personality.id)
+        )
+        async with self._store.sessionmaker() as session:
+            title = await conversation_title(session, personality.id, venue)
+        span = await self._incognito.active(user_id, personality.id)
+        return MemoryStatus(
+            stats=stats,
+            personality=personality,
+            mode=mode,
+            mode_set_by=source,
+            summarizer=self._models.summarizer(personality),
+            conversation_title=title,
+            incognito=[span] if span else [],
+            persona=await self._personas.effective(user_id, personality.id),
+        )
+
+    async def stats(self, *, personality_id: int | None = None, user_id: str | None = None) -> MemoryStats:
+        """Live memories of a personality (or all), of one user (or all), by mode and summarizer."""
+        return await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
+
     async def delete_personality(
         self, personalities: PersonalityService, name: str, *, actor: str | None
     ) -> Personality:
@@ -211,6 +337,20 @@ class MemoryService:
 
     # ------------------------------------------------------------------- maintenance
 
-    lost_from_index = _on_store(upkeep.lost_from_index)
-    check_drift = _on_store(upkeep.check_drift)
-    reindex = _on_store(upkeep.reindex)
+    async def lost_from_index(self) -> int:
+        """How many memories PostgreSQL counts as indexed while the index holds no point at all (its
+        folder deleted, a new Qdrant server): recall finds nothing until `personae reindex`."""
+        return await upkeep.lost_from_index(self._store)
+
+    async def check_drift(self, *, personality_id: int | None = None) -> DriftReport:
+        """Live memories missing from the index, and index points whose memory is gone."""
+        return await upkeep.check_drift(self._store, personality_id=personality_id)
+
+    async def reindex(
+        self, *, personality_id: int | None = None, progress: ProgressCallback | None = None, batch: int = 256
+    ) -> int:
+        """Rebuild the index from PostgreSQL, re-embedding with the current model (all of it, or one
+        personality's points in place); returns memories indexed (memory.recall.upkeep)."""
+        return await upkeep.reindex(
+            self._store, personality_id=personality_id, progress=progress, batch=batch
+        )

@@ -82,6 +82,7 @@ def truncate_to_tokens(text: str, max_tokens: int, *, keep_end: bool = False) ->
     tokens = encoding.encode(text, disallowed_special=())
     if len(tokens) <= max_tokens:
         return text
+    kept: str
     if keep_end:
         kept = encoding.decode(tokens[-max_tokens:])
         whole = text.endswith(kept) and (len(kept) == len(text) or text[-len(kept) - 1].isspace())

@@ -120,12 +120,12 @@ def start_embedded_postgres(
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); its /tmp fallback is fine.
         warnings.simplefilter("ignore")
-        import pgserver  # a few tens of ms; only paid when the server is not running yet
+        from pgserver.postgres_server import get_server  # tens of ms; paid when the server is not up
 
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         log.debug("Starting embedded PostgreSQL in %s", pgdata)
         _clear_stale_lock(pgdata)
-        server = pgserver.get_server(pgdata, cleanup_mode=None if keep_running else "stop")
+        server = get_server(pgdata, cleanup_mode=None if keep_running else "stop")
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(1 row)" not in exists:
         server.psql(f'CREATE DATABASE "{database}";')

@@ -43,7 +43,8 @@ async def _stored_revision(engine: AsyncEngine) -> str | None:
     """The revision the database records, read without Alembic; None before the first migration."""
     try:
         async with engine.connect() as connection:
-            return await connection.scalar(text("SELECT version_num FROM alembic_version"))
+            revision: str | None = await connection.scalar(text("SELECT version_num FROM alembic_version"))
+            return revision
     except ProgrammingError:  # no alembic_version table yet
         return None
 

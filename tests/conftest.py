@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,34 @@ def embedder() -> Embedder:
     return LocalEmbedder()
 
 
+@asynccontextmanager
+async def open_test_runtime(
+    engine: AsyncEngine,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    embedder: Embedder,
+    data_dir: Path,
+    **settings: Any,
+) -> AsyncIterator[Any]:
+    """The bot's Runtime built the way bot/runtime.py builds it, from the test pieces: a pooled
+    sessionmaker with real commits (the concurrent path production runs), a fresh Qdrant Edge under
+    `data_dir`, the real embedder, and these settings."""
+    from bot.runtime import build_core, open_memory_services
+    from bot.settings import load_bot_settings
+
+    values: dict[str, Any] = {
+        "database_url": None,
+        "qdrant_url": None,
+        "personae_data_dir": data_dir,
+        "llm_timeout": 5.0,
+        "catch_up_seconds": 0,  # no timer racing the test; the tests of the timer turn it on
+        "llm_max_retries": 1,
+        "admin_ids": ["900"],
+    }
+    core = build_core(load_bot_settings(**(values | settings)), engine, sessionmaker)
+    async with open_memory_services(core, embedder=embedder) as runtime:
+        yield runtime
+
+
 @pytest.fixture
 async def runtime(
     committed_sessionmaker: async_sessionmaker[AsyncSession],
@@ -131,26 +160,29 @@ async def runtime(
     llm_server: LLMTestServer,
     tmp_path: Path,
 ) -> AsyncIterator[Any]:
-    """The bot's Runtime built the way bot/runtime.py builds it, from the test pieces: a pooled
-    sessionmaker with real commits (the concurrent path production runs; tables emptied after the
-    test), a fresh Qdrant Edge, the real embedder, and the LLM test server as chat and summarizer."""
-    from bot.runtime import build_core, open_memory_services
-    from bot.settings import load_bot_settings
-
-    settings = load_bot_settings(
-        database_url=None,
-        qdrant_url=None,
-        personae_data_dir=tmp_path / "data",
+    """The bot's Runtime (tables emptied after the test), the LLM test server as chat and summarizer."""
+    async with open_test_runtime(
+        engine,
+        committed_sessionmaker,
+        embedder,
+        tmp_path / "data",
         chat_model="openai/test-chat",
         chat_api_base=llm_server.base_url,
         chat_api_key="test",
         summarizer_model="openai/test-summarizer",
         summarizer_api_base=llm_server.base_url,
         summarizer_api_key="test",
-        llm_timeout=5.0,
-        llm_max_retries=1,
-        admin_ids=["900"],
-    )
-    core = build_core(settings, engine, committed_sessionmaker)
-    async with open_memory_services(core, embedder=embedder) as runtime:
+    ) as runtime:
+        yield runtime
+
+
+@pytest.fixture
+async def runtime_without_chat_model(
+    committed_sessionmaker: async_sessionmaker[AsyncSession],
+    engine: AsyncEngine,
+    embedder: Embedder,
+    tmp_path: Path,
+) -> AsyncIterator[Any]:
+    """The bot's Runtime of a deployment that set no CHAT_MODEL (nor SUMMARIZER_MODEL)."""
+    async with open_test_runtime(engine, committed_sessionmaker, embedder, tmp_path / "data") as runtime:
         yield runtime

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import io
 import os
 import sys
@@ -17,9 +16,6 @@ from sqlalchemy import select
 
 from bot.cli.chat import cmd_chat
 from bot.cli.output import CommandError
-from memory.chat.service import ChatService
-from memory.llm import LLMClient
-from memory.owners.model_configs import ModelConfigResolver
 from models import Message
 from models.database import create_engine, create_sessionmaker
 from testkit.llm_server import LLMTestServer
@@ -119,14 +115,8 @@ async def test_terminal_chat_streams_stores_and_remembers(
     ]
 
 
-async def test_terminal_chat_without_a_model_names_the_variable(runtime: Any) -> None:
-    await runtime.personalities.create("Lilith")
-    no_models = ModelConfigResolver.none()
-    without_model = dataclasses.replace(
-        runtime,
-        models=no_models,
-        chat=ChatService(runtime.sessionmaker, llm=LLMClient(), models=no_models),
-    )
+async def test_terminal_chat_without_a_model_names_the_variable(runtime_without_chat_model: Any) -> None:
+    await runtime_without_chat_model.personalities.create("Lilith")
     args = argparse.Namespace(personality="lilith", user="1", name="Sam", new=False)
     with pytest.raises(CommandError, match="CHAT_MODEL"):
-        await cmd_chat(args, without_model)
+        await cmd_chat(args, runtime_without_chat_model)

@@ -212,7 +212,7 @@ _text_case(
 async def model_reply_mentions(lab: Lab, scale: Scale) -> Outcome:
     import discord
 
-    from bot.senders import PlainSender, WebhookSender
+    from bot.chat.senders import PlainSender, WebhookSender
 
     text = "@everyone @here <@&42> <@1234> look!"
     outcome, facts = await chat_input(lab, "mentions", "say hi to all", reply=text)

@@ -1,18 +1,19 @@
 """What several cases do: a chat turn as the chat cog takes it, ids like Discord's, tags to trace text.
 
-A turn is `ChatService.prepare -> generate -> record_reply` (the reply stored under the id Discord gave
-the sent message), with `after_reply` returned for the caller to run, as the cog spawns it.
+A turn is `ChatService.answer`, the one the chat cog runs: the reply is stored under an id taken when
+it is sent, as Discord gives one, and the exchange is formed before the turn returns.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memory.chat.service import ChatReply, ChatRequest
+from testkit.chat import ReplyRecorder
 
 if TYPE_CHECKING:
     from memory.chat.service import ChatService
@@ -57,13 +58,24 @@ def request(
     )
 
 
-async def chat_turn(chat: ChatService, req: ChatRequest, *, reply_id: str | None = None) -> ChatReply:
+class SentAsSnowflake(ReplyRecorder):
+    """A reply stored under a snowflake taken when it is sent, after the message it answers."""
+
+    async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
+        self.part_ids = (snowflake(),)
+        return await super().deliver(reply)
+
+
+async def chat_turn(chat: ChatService, req: ChatRequest) -> ChatReply:
     """One message answered as the chat cog answers it; a failed reply is not stored (the notice is)."""
-    prepared = await chat.prepare(req)
-    reply = await chat.generate(prepared)
-    if reply.ok:
-        await chat.record_reply(reply, [(reply_id or snowflake(), reply.text)])
-    return reply
+    return (await chat.answer(req, SentAsSnowflake())).reply
+
+
+async def stored_exchange(chat: ChatService, req: ChatRequest, reply_text: str) -> None:
+    """A message and the reply to it in the log, not formed: as the catch-up stores a reply it finds
+    in a channel's history."""
+    prepared = await chat.store_user_message(req)
+    await chat.record_reply(ChatReply(reply_text, ok=True, prepared=prepared), [(snowflake(), reply_text)])
 
 
 def is_clear_notice(text: str) -> bool:

@@ -8,7 +8,16 @@ import itertools
 import random
 
 from bench.reliability_cases import Outcome, Scale, case, check
-from bench.reliability_cases.common import count_by, figures, request, run_command, snowflake, tag, tags_in
+from bench.reliability_cases.common import (
+    chat_turn,
+    count_by,
+    figures,
+    request,
+    run_command,
+    snowflake,
+    tag,
+    tags_in,
+)
 from bench.reliability_cases.lab import ADMIN_ID, Lab
 from memory.chat.service import ChatRequest
 from testkit.llm_server import Stall
@@ -22,7 +31,7 @@ GUILD, CHANNEL = "7001", "5501"
     "concurrency",
     "shared-channel",
     did=f"{USERS} users x N messages (each user about one per 2 s) into one bound guild channel, each turn "
-    "through ChatService (route, prepare, generate, record_reply, after_reply) as the chat cog runs it; "
+    "through ChatService.answer (store, prompt, generate, record, form) as the chat cog runs it; "
     "the chat model answers each after a random 0-400 ms, so replies finish out of order",
     expected="each memory holds only its own user's message(s) and the replies to them: "
     "0 cross-user contents, 0 lost, 0 duplicated, nothing left pending",
@@ -47,7 +56,6 @@ async def shared_channel(lab: Lab, scale: Scale) -> Outcome:
     finished: list[tuple[int, int]] = []
     unrouted = 0
     notices = 0
-    after: list[asyncio.Task[object]] = []
 
     async def turn(delay: float, user: int, index: int) -> None:
         nonlocal unrouted, notices
@@ -66,17 +74,13 @@ async def shared_channel(lab: Lab, scale: Scale) -> Outcome:
             channel_id=CHANNEL,
             message_id=snowflake(),  # taken at arrival: ids increase in the order messages arrive
         )
-        prepared = await rt.chat.prepare(req)
-        reply = await rt.chat.generate(prepared)
+        reply = await chat_turn(rt.chat, req)
         if not reply.ok:
             notices += 1
             return
-        await rt.chat.record_reply(reply, [(snowflake(), reply.text)])
         finished.append((user, index))
-        after.append(asyncio.create_task(rt.chat.after_reply(prepared.conversation_id)))
 
     await asyncio.gather(*(turn(*arrival) for arrival in arrivals))
-    await asyncio.gather(*after, return_exceptions=True)
     await rt.memory.form_pending()  # the catch-up pass the bot runs on a timer
 
     memories = [m for m in await lab.memories() if m["personality_id"] == personality.id]

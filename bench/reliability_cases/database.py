@@ -31,9 +31,9 @@ class OwnPostgres:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.url = start_embedded_postgres(folder, database="personae")
-        import pgserver
+        from pgserver.postgres_server import get_server
 
-        self.server = pgserver.get_server((folder / "postgres").resolve(), cleanup_mode="stop")
+        self.server = get_server((folder / "postgres").resolve(), cleanup_mode="stop")
         self.stops = 0
 
     def stop(self) -> None:

@@ -16,7 +16,7 @@ import signal
 import time
 
 from bench.reliability_cases import Outcome, Scale, case, check
-from bench.reliability_cases.common import chat_turn, count_by, figures, request, run_command
+from bench.reliability_cases.common import count_by, figures, request, run_command, stored_exchange
 from bench.reliability_cases.lab import Lab
 from testkit.llm_server import exchanges_asked
 
@@ -25,7 +25,8 @@ FORMED_RE = re.compile(r"Formed (\d+) memories")
 
 
 async def _seed_backlog(lab: Lab, conversations: int, per_conversation: int, rng: random.Random) -> int:
-    """Exchanges stored through ChatService (as the bot stores them), none formed yet; returns how many."""
+    """Exchanges stored through ChatService as the catch-up stores what it finds in a channel's history
+    (the message, then the reply to it), none formed yet; returns how many."""
     async with lab.open_runtime(personae_data_dir=lab.workdir / "seed-data") as rt:
         personality, _ = await rt.personalities.create("Hive", memory_mode="summarized")
 
@@ -40,9 +41,7 @@ async def _seed_backlog(lab: Lab, conversations: int, per_conversation: int, rng
                     f"{n * 100 + i}; please keep this in mind for the audit next month."
                 )
                 req = request(personality.id, user, text, guild_id=guild, channel_id=channel)
-                reply = await chat_turn(rt.chat, req)
-                if not reply.ok:
-                    raise RuntimeError(f"seeding a turn failed: {reply.text}")
+                await stored_exchange(rt.chat, req, f"Noted, item {n}-{i}: shelf {i * 13 % 97}.")
 
         await asyncio.gather(*(talk(n) for n in range(conversations)))
     return conversations * per_conversation

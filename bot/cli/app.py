@@ -56,20 +56,14 @@ def _describe_commands(parser: argparse.ArgumentParser) -> None:
 
 async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
     """Open what the command runs on (the Core, or the Runtime over it) and run it."""
-    from bot.runtime import open_core, open_memory_services
+    from bot.runtime import make_deployment_embedder, open_core, open_memory_services
 
     with_memory = getattr(args, "with_memory", False)
     index_when_used = getattr(args, "index_when_used", False)
     embedder = None
     if with_memory or index_when_used:
-        from memory.recall.embedders import make_embedder
-
         # Loading the model (~0.2 s) overlaps reaching the database when the command will embed.
-        embedder = make_embedder(
-            settings.embedding_model,
-            api_base=settings.embedding_api_base,
-            load_now=getattr(args, "embeds", False),
-        )
+        embedder = make_deployment_embedder(settings, load_now=getattr(args, "embeds", False))
     async with open_core(settings) as core:
         if embedder is None:
             await args.handler(args, core)

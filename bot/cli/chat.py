@@ -7,6 +7,8 @@ import argparse
 import asyncio
 import sys
 import uuid
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from bot.cli.output import CommandError
@@ -14,6 +16,7 @@ from bot.cli.output import CommandError
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
+    from memory.chat.service import ChatReply, ChatTurn
 
 CHANNEL = "terminal"
 
@@ -29,8 +32,31 @@ def add_commands(commands: Subcommands) -> None:
     chat.set_defaults(handler=cmd_chat, with_memory=True)
 
 
+class TerminalDelivery:
+    """A reply printed as the model writes it, under the personality's name, and stored under an id of
+    its own: a ReplyDelivery (memory.chat.turns)."""
+
+    def __init__(self, display_name: str) -> None:
+        self._display_name = display_name
+        self.delivered = asyncio.Event()
+
+    def writing(self) -> AbstractAsyncContextManager[None]:
+        print(f"{self._display_name}> ", end="", flush=True)
+        return nullcontext()
+
+    def on_text(self, piece: str) -> None:
+        print(piece, end="", flush=True)
+
+    async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
+        print(reply.text if not reply.ok else "")
+        self.delivered.set()
+        return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
+
+    async def remembered(self, message_ids: Sequence[str]) -> None:
+        return None  # the terminal shows no 📝
+
+
 async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
-    from bot.tasks import BackgroundTasks
     from memory.chat.service import NO_CHAT_MODEL, ChatRequest
 
     chat = runtime.chat
@@ -46,8 +72,9 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     if args.new:
         await reset()
     print(f"Chatting with {personality.display_name}. /reset clears the summary; /quit or Ctrl-D ends.")
-    # After-reply work (memory formation, rolling summary) runs while the user types, one pass at a time.
-    background = BackgroundTasks()
+    # A turn's work after its reply (memory formation, rolling summary) runs while the user types; the
+    # next turn starts once it is done, and a turn's failure ends the chat with its one line.
+    turn: asyncio.Task[ChatTurn] | None = None
     try:
         while True:
             line = await asyncio.to_thread(read_line, "you> ")
@@ -55,9 +82,12 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
                 break
             if not line.strip():
                 continue
+            if turn is not None:
+                await turn
             if line.strip() == "/reset":
                 removed = await reset()
                 print(f"(conversation summary cleared: {removed} rows; long-term memories stay)")
+                turn = None
                 continue
             request = ChatRequest(
                 personality_id=personality.id,
@@ -68,16 +98,16 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
                 message_id=f"terminal:{uuid.uuid4()}",
                 text=line,
             )
-            await background.drain()
-            prepared = await chat.prepare(request)
-            print(f"{personality.display_name}> ", end="", flush=True)
-            reply = await chat.generate(prepared, on_text=lambda piece: print(piece, end="", flush=True))
-            print(reply.text if not reply.ok else "")
-            if reply.ok:
-                await chat.record_reply(reply, [(f"terminal:{uuid.uuid4()}", reply.text)])
-                background.spawn(chat.after_reply(prepared.conversation_id), name="terminal-after-reply")
+            delivery = TerminalDelivery(personality.display_name)
+            turn = asyncio.create_task(chat.answer(request, delivery), name="terminal-turn")
+            delivered = asyncio.create_task(delivery.delivered.wait())
+            await asyncio.wait({turn, delivered}, return_when=asyncio.FIRST_COMPLETED)
+            delivered.cancel()
+            if turn.done():
+                turn.result()  # a turn that ended before its reply was shown: its error is this command's
     finally:
-        await background.drain()
+        if turn is not None:
+            await turn
 
 
 def read_line(prompt: str) -> str | None:

@@ -37,7 +37,7 @@ def add_commands(commands: Subcommands) -> None:
 
 
 async def cmd_demo(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.importer import read_transcript
+    from memory.service import read_transcript
 
     for name, mode, prompt in SAMPLE_PERSONALITIES:
         personality, created = await runtime.personalities.create(name, prompt=prompt, memory_mode=mode)

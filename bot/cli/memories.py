@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
     from memory.errors import InvalidInputError
-    from memory.formation.importer import SkippedLine, TranscriptLine
-    from memory.recall.search import RecalledMemory
+    from memory.service import RecalledMemory, SkippedLine, TranscriptLine
 
 
 PERSONALITY_HELP = "the personality (its name, as `personae personality list` shows it)"
@@ -127,9 +126,8 @@ def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], li
     """The file's lines, the lines skipped, and the personality they go to (None: a JSONL file's lines
     name their own). A JSONL file is read as it is imported: its skipped lines fill in as it is read."""
     from memory.errors import InvalidInputError
-    from memory.formation.importer import open_transcript, read_transcript_text
-    from memory.formation.sillytavern import parse_sillytavern
     from memory.owners.personality_fields import slugify
+    from memory.service import open_transcript, parse_sillytavern, read_transcript_text
 
     if args.format == "jsonl":
         transcript = open_transcript(args.file)
@@ -179,14 +177,14 @@ def _with_format_hint(exc: InvalidInputError, text: str, given: str) -> Exceptio
 
 def _first_line(path: Path) -> str:
     """The file's first line that is not blank (all that likely_format reads)."""
-    from memory.formation.importer import transcript_file_lines
+    from memory.service import transcript_file_lines
 
     return next((raw for _, raw in transcript_file_lines(path) if raw.strip()), "")
 
 
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
     from memory.errors import InvalidInputError
-    from memory.formation.stats import fallback_line
+    from memory.service import fallback_line
     from memory.types import MemoryMode
 
     user = check_id(args.user, "--user")
@@ -319,7 +317,7 @@ async def cmd_reindex(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.stats import fallback_line
+    from memory.service import fallback_line
 
     personality = await runtime.personalities.get(args.personality)
     memory = runtime.memory
@@ -335,6 +333,6 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.formation.worker import run_worker
+    from memory.service import run_worker
 
     await run_worker(runtime.memory.formation)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 if TYPE_CHECKING:
-    from memory.formation.stats import MemoryStats
+    from memory.service import MemoryStats
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -92,7 +92,8 @@ def progress(description: str) -> Callable[[int], Callable[[int], None]]:
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc=description, unit="exchange", file=sys.stderr, leave=False)
-        return bar.update
+        step: Callable[[int], None] = bar.update
+        return step
 
     return start
 

@@ -1,4 +1,5 @@
-"""After a reply, off the chat path: form memories of the new exchanges, then update the rolling summary.
+"""After a reply, once it is delivered: form memories of the new exchanges, then update the rolling
+summary.
 
 A failure here never reaches the user who was answered: nothing is marked done, so the next reply or
 the catch-up pass (the chat cog's timer, or `personae worker`) forms what was left.
@@ -40,8 +41,8 @@ class AfterReplyWork:
         sessionmaker: async_sessionmaker[AsyncSession],
         *,
         models: ModelConfigResolver,
-        memory: MemoryService | None,
-        rolling: RollingSummarizer | None,
+        memory: MemoryService,
+        rolling: RollingSummarizer,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._models = models
@@ -51,20 +52,20 @@ class AfterReplyWork:
     async def run(self, conversation_id: int) -> AfterReplyReport:
         """Form memories of the conversation's complete exchanges, then update its summary if due."""
         report = AfterReplyReport()
-        if self._memory is not None:
-            try:
-                formed = await self._memory.form_pending(conversation_id=conversation_id)
-            except Exception:
-                log.exception("Memory formation failed for conversation %s; will retry", conversation_id)
-            else:
-                report.remembered_message_ids = formed.remembered_message_ids
-        report.summary = await self.update_summary(conversation_id)
+        try:
+            formed = await self._memory.form_pending(conversation_id=conversation_id)
+        except Exception:
+            log.exception("Memory formation failed for conversation %s; will retry", conversation_id)
+        else:
+            report.remembered_message_ids = formed.remembered_message_ids
+        try:
+            report.summary = await self.update_summary(conversation_id)
+        except Exception:
+            log.exception("The rolling summary of conversation %s failed; will retry", conversation_id)
         return report
 
     async def update_summary(self, conversation_id: int) -> SummaryUpdate | None:
         """The rolling summary (and title) updated with the personality's summarizer, when due."""
-        if self._rolling is None:
-            return None
         async with self._sessionmaker() as session:
             personality = await session.scalar(
                 select(Personality)

@@ -1,13 +1,6 @@
-"""What the bot missed while it was offline: where to read again and from which message on, which
-missed message still deserves an answer, and where remembered messages were said.
-
-The front door reads each place's history after the newest message stored there (Discord's
-`channel.history(after=...)`), stores what it finds through the chat service (idempotent: a message
-is stored once per conversation and external id) and answers only what is recent. This module knows
-no Discord: only the message log and the bindings. Places are the channels bound to a personality
-and the DM channels of DM conversations. External ids of live chat are Discord snowflakes (digits
-only, growing with time); ids made up by imports are not and never mark a place as read.
-"""
+"""What the bot missed while away, as the message log and the bindings tell: the places to read again
+and from which message on, which missed message still deserves an answer, where remembered messages
+were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do."""
 
 from __future__ import annotations
 
@@ -19,7 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Numeric, case, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.chat.service import ChatRequest
+from memory.chat.turns import ChatRequest
 from memory.types import MessageRole
 from models import ChannelBinding, Conversation, Message
 
@@ -43,109 +36,109 @@ def _newest_snowflake() -> ColumnElement[Any]:
     )
 
 
-async def places_to_read(sessionmaker: async_sessionmaker[AsyncSession]) -> list[MissedPlace]:
-    """Every bound channel and every DM channel with a conversation, with where to read on from."""
-    async with sessionmaker() as session:
-        bound = dict(
-            (
-                await session.execute(
-                    select(ChannelBinding.channel_id, func.max(ChannelBinding.created_at)).group_by(
-                        ChannelBinding.channel_id
-                    )
-                )
-            ).all()
-        )
-        dm_channels = await session.scalars(
-            select(Conversation.channel_id).where(
-                Conversation.is_dm.is_(True), Conversation.channel_id.regexp_match(_SNOWFLAKE)
-            )
-        )
-        channels = sorted({*bound, *(c for c in dm_channels if c is not None)})
-        newest: dict[str, object] = dict(
-            (
-                await session.execute(
-                    select(Conversation.channel_id, _newest_snowflake())
-                    .join(Message, Message.conversation_id == Conversation.id)
-                    .where(Conversation.channel_id.in_(channels))
-                    .group_by(Conversation.channel_id)
-                )
-            ).all()
-        )
-    places = []
-    for channel_id in channels:
-        after = newest.get(channel_id)
-        if after is None and channel_id not in bound:
-            continue  # a DM conversation holding only imported messages: nothing to read on from
-        places.append(
-            MissedPlace(
-                channel_id=channel_id,
-                after_message_id=int(str(after)) if after is not None else None,
-                since=None if after is not None else bound[channel_id],
-            )
-        )
-    return places
-
-
 def deserves_answer(created_at: datetime, *, now: datetime, window: timedelta) -> bool:
     """Whether a missed message is recent enough to answer now; an older one is remembered, not answered
     late (an answer an hour on, to a conversation that moved on, reads as a glitch)."""
     return now - created_at <= window
 
 
-async def last_request(
-    sessionmaker: async_sessionmaker[AsyncSession], *, personality_id: int, channel_id: str
-) -> ChatRequest | None:
-    """The newest stored user message to this personality in this channel, as the request it was: what
-    a reply found in the history answers when the bot stopped between sending and storing it."""
-    async with sessionmaker() as session:
-        row = (
-            await session.execute(
-                select(Message, Conversation)
-                .join(Conversation, Message.conversation_id == Conversation.id)
-                .where(
-                    Conversation.personality_id == personality_id,
-                    Conversation.channel_id == channel_id,
-                    Message.role == MessageRole.USER.value,
+class MissedMessageLog:
+    """What the message log and the bindings say about catching up."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+        self._sessionmaker = sessionmaker
+
+    async def places_to_read(self) -> list[MissedPlace]:
+        """Every bound channel and every DM channel with a conversation, with where to read on from."""
+        async with self._sessionmaker() as session:
+            bound = dict(
+                (
+                    await session.execute(
+                        select(ChannelBinding.channel_id, func.max(ChannelBinding.created_at)).group_by(
+                            ChannelBinding.channel_id
+                        )
+                    )
+                ).all()
+            )
+            dm_channels = await session.scalars(
+                select(Conversation.channel_id).where(
+                    Conversation.is_dm.is_(True), Conversation.channel_id.regexp_match(_SNOWFLAKE)
                 )
-                .order_by(Message.id.desc())
-                .limit(1)
             )
-        ).first()
-    if row is None:
-        return None
-    message, conversation = row
-    return ChatRequest(
-        personality_id=personality_id,
-        user_id=message.author_id,
-        user_name=message.author_name or message.author_id,
-        guild_id=conversation.guild_id,
-        channel_id=channel_id,
-        message_id=message.external_id,
-        text=message.content,
-        created_at=message.created_at,
-    )
-
-
-async def remembered_places(
-    sessionmaker: async_sessionmaker[AsyncSession], external_ids: Sequence[str]
-) -> list[tuple[str, str]]:
-    """(channel id, message id) of remembered user messages, for a pass that spans every conversation.
-
-    Looked up by external id: a Discord snowflake names one message, stored in one conversation.
-    """
-    ids = sorted({i for i in external_ids if i.isdigit()})
-    if not ids:
-        return []
-    async with sessionmaker() as session:
-        rows = await session.execute(
-            select(Conversation.channel_id, Message.external_id)
-            .join(Message, Message.conversation_id == Conversation.id)
-            .where(
-                Message.external_id.in_(ids),
-                Message.role == MessageRole.USER.value,
-                Message.memory_processed_at.is_not(None),
-                Conversation.channel_id.is_not(None),
+            channels = sorted({*bound, *(c for c in dm_channels if c is not None)})
+            newest: dict[str, object] = dict(
+                (
+                    await session.execute(
+                        select(Conversation.channel_id, _newest_snowflake())
+                        .join(Message, Message.conversation_id == Conversation.id)
+                        .where(Conversation.channel_id.in_(channels))
+                        .group_by(Conversation.channel_id)
+                    )
+                ).all()
             )
-            .order_by(Message.id)
+        places = []
+        for channel_id in channels:
+            after = newest.get(channel_id)
+            if after is None and channel_id not in bound:
+                continue  # a DM conversation holding only imported messages: nothing to read on from
+            places.append(
+                MissedPlace(
+                    channel_id=channel_id,
+                    after_message_id=int(str(after)) if after is not None else None,
+                    since=None if after is not None else bound[channel_id],
+                )
+            )
+        return places
+
+    async def last_request(self, *, personality_id: int, channel_id: str) -> ChatRequest | None:
+        """The newest stored user message to this personality in this channel, as the request it was: what
+        a reply found in the history answers when the bot stopped between sending and storing it."""
+        async with self._sessionmaker() as session:
+            row = (
+                await session.execute(
+                    select(Message, Conversation)
+                    .join(Conversation, Message.conversation_id == Conversation.id)
+                    .where(
+                        Conversation.personality_id == personality_id,
+                        Conversation.channel_id == channel_id,
+                        Message.role == MessageRole.USER.value,
+                    )
+                    .order_by(Message.id.desc())
+                    .limit(1)
+                )
+            ).first()
+        if row is None:
+            return None
+        message, conversation = row
+        return ChatRequest(
+            personality_id=personality_id,
+            user_id=message.author_id,
+            user_name=message.author_name or message.author_id,
+            guild_id=conversation.guild_id,
+            channel_id=channel_id,
+            message_id=message.external_id,
+            text=message.content,
+            created_at=message.created_at,
         )
-        return [(str(channel_id), external_id) for channel_id, external_id in rows]
+
+    async def remembered_places(self, external_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(channel id, message id) of remembered user messages, for a pass that spans every conversation.
+
+        Looked up by external id: a Discord snowflake names one message, stored in one conversation.
+        """
+        ids = sorted({i for i in external_ids if i.isdigit()})
+        if not ids:
+            return []
+        async with self._sessionmaker() as session:
+            rows = await session.execute(
+                select(Conversation.channel_id, Message.external_id)
+                .join(Message, Message.conversation_id == Conversation.id)
+                .where(
+                    Message.external_id.in_(ids),
+                    Message.role == MessageRole.USER.value,
+                    Message.memory_processed_at.is_not(None),
+                    Conversation.channel_id.is_not(None),
+                )
+                .order_by(Message.id)
+            )
+            return [(str(channel_id), external_id) for channel_id, external_id in rows]

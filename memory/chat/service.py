@@ -1,21 +1,14 @@
-"""The reply to one message: store it, recall and build the prompt, call the personality's model, record
-the reply.
-
-Takes plain ids and strings (Discord's cog and the terminal chat both drive it) and knows no Discord.
-The steps, in order: `store_user_message` (the message is in the log before anything acts on it),
-recall beside it and `build_prompt` within the token budget (`prepare` does these three), `generate`
-(or `stream`), then `record_reply` once the reply was sent. Who is addressed is the routing
-directory's question (memory.chat.routing); memory formation and the rolling summary run after the
-reply, off the chat path (memory.chat.after_reply), when the caller schedules `after_reply`. The turn's
-data (request, prepared prompt, reply, notices) is memory.chat.turns, and callers import it from here
-too; answering a message again, the new answer replacing the old, is memory.chat.regenerate.
-"""
+"""The chat turn: `ChatService.answer` stores a message, recalls, builds the prompt within its budget,
+calls the personality's model, hands the reply to the caller's `ReplyDelivery`, records it, releases
+the message for formation and forms its memories. Every front door answers through it; knows no
+Discord. The turn's types are memory.chat.turns (imported from here by callers)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -24,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
+from memory.chat.missed import MissedMessageLog, MissedPlace, deserves_answer
 from memory.chat.prompt import (
     BuiltContext,
     CardParts,
@@ -32,9 +26,9 @@ from memory.chat.prompt import (
     PromptPersona,
     build_context,
 )
-from memory.chat.regenerate import ReplyRegenerator
+from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
-from memory.chat.routing import Route, RoutingDirectory
+from memory.chat.routing import Addressee, Route, RoutingDirectory
 from memory.chat.turns import (
     MISCONFIGURED_REPLY,
     NO_CHAT_MODEL,
@@ -42,7 +36,9 @@ from memory.chat.turns import (
     ChatModelMissingError,
     ChatReply,
     ChatRequest,
+    ChatTurn,
     PreparedReply,
+    ReplyDelivery,
     clean_reply,
     count_with,
     reply_messages,
@@ -60,6 +56,27 @@ from models import Message, Persona, Personality
 
 if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
     from memory.service import MemoryService
+
+__all__ = [
+    "MISCONFIGURED_REPLY",
+    "NO_CHAT_MODEL",
+    "UNAVAILABLE_REPLY",
+    "Addressee",
+    "AfterReplyReport",
+    "AwaitedReplies",
+    "ChatModelMissingError",
+    "ChatReply",
+    "ChatRequest",
+    "ChatService",
+    "ChatTurn",
+    "MissedMessageLog",
+    "MissedPlace",
+    "NotLatestReplyError",
+    "PreparedReply",
+    "ReplyDelivery",
+    "Route",
+    "deserves_answer",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +96,9 @@ class ChatService:
         *,
         llm: LLMClient,
         models: ModelConfigResolver,
-        memory: MemoryService | None = None,
-        rolling: RollingSummarizer | None = None,
+        memory: MemoryService,
+        rolling: RollingSummarizer,
+        awaited: AwaitedReplies,
         context_share: float = 0.75,
         memory_context_share: float = 0.15,
         persona_context_share: float = 0.1,
@@ -102,12 +120,9 @@ class ChatService:
         self.recall_limit = recall_limit
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
         # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
-        self._awaited = memory.formation.awaited if memory is not None else AwaitedReplies()
-        self.regenerate = ReplyRegenerator(self, sessionmaker, memory=memory)
-
-    @property
-    def memory(self) -> MemoryService | None:
-        return self._memory
+        self._awaited = awaited
+        self.regenerator = ReplyRegenerator(sessionmaker, memory=memory)
+        self.missed = MissedMessageLog(sessionmaker)
 
     async def route(
         self, text: str, *, channel_ids: Sequence[str], reply_to_message_id: str | None = None
@@ -117,28 +132,57 @@ class ChatService:
             text, channel_ids=channel_ids, reply_to_message_id=reply_to_message_id
         )
 
-    async def load_personality(self, personality_id: int) -> Personality:
-        """The personality with its chat model config loaded (for `models.chat`)."""
-        async with self._sessionmaker() as session:
-            personality = await session.scalar(
-                select(Personality)
-                .where(Personality.id == personality_id)
-                .options(selectinload(Personality.chat_llm_config))
-            )
-        if personality is None:
-            raise InvalidInputError(f"No personality with id {personality_id}.")
-        return personality
+    # ------------------------------------------------------------------------ the turn
+
+    async def answer(self, request: ChatRequest, delivery: ReplyDelivery) -> ChatTurn:
+        """One turn: store the message, recall and build the prompt, generate, deliver, record the
+        reply, release the message, form memories. A model failure is delivered as a notice and stores
+        nothing more; the message then joins its author's next answered exchange. With
+        `request.replaces`, the answer takes the place of that reply (memory.chat.regenerate)."""
+        again = request.replaces
+        guard = self.regenerator.answering_again(request) if again else nullcontext()
+        # Held from before it is stored until its reply is recorded, or the turn ends any other way.
+        with guard, self._awaited.holding([request.message_id]):
+            prepared = await self._prepare(request)
+            async with delivery.writing():
+                reply = await self._generate(prepared, delivery.on_text)
+            if reply.ok and again:  # a newer reply may have come in while the model wrote
+                await self.regenerator.check(
+                    conversation_id=prepared.conversation_id,
+                    message_id=request.message_id,
+                    user_id=request.user_id,
+                )
+            parts = list(await delivery.deliver(reply))
+            if not reply.ok or not parts:
+                return ChatTurn(reply)
+            if again:
+                await self.regenerator.replace(prepared, parts)
+            else:
+                await self.record_reply(reply, parts)
+        after = await self.after_reply(prepared.conversation_id)
+        try:
+            await delivery.remembered(after.remembered_message_ids)
+        except Exception:  # the 📝 is a courtesy: the reply and the memory are in place already
+            log.exception("Marking the messages remembered after a reply failed")
+        return ChatTurn(reply, parts, after)
+
+    async def request_again(self, *, conversation_id: int, message_id: str, user_id: str) -> ChatRequest:
+        """The message as a request to answer again in place of its reply (🔄), for `answer`; refused
+        with a UserFacingError when `user_id` may not (NotLatestReplyError: a newer reply exists)."""
+        return await self.regenerator.request_again(
+            conversation_id=conversation_id, message_id=message_id, user_id=user_id
+        )
 
     # ------------------------------------------------------------------------ before the reply
 
-    async def prepare(self, request: ChatRequest) -> PreparedReply:
+    async def _prepare(self, request: ChatRequest) -> PreparedReply:
         """Store the user's message, then recall and build the prompt to answer it within its budget."""
         # Recall (query embedding + search) needs nothing stored: it runs beside the storing.
-        recall = self.start_recall(request)
+        recall = self._start_recall(request)
         try:
             prepared = await self.store_user_message(request)
             if prepared.cfg is not None:
-                prepared.context = await self.build_prompt(prepared, recall)
+                prepared.context = await self._build_prompt(prepared, recall)
                 recall = None
             return prepared
         finally:
@@ -148,7 +192,6 @@ class ChatService:
     async def store_user_message(self, request: ChatRequest) -> PreparedReply:
         """Put the message in its conversation's log (once, by its id), counted with the chat model."""
         text = strip_chat_template_tokens(request.text)
-        self._awaited.add(request.message_id)  # before it is stored: no formation pass sees it unawaited
         venue = Venue(guild_id=request.guild_id, channel_id=request.channel_id, user_id=request.user_id)
         async with self._sessionmaker.begin() as session:
             personality = await session.scalar(
@@ -172,15 +215,15 @@ class ChatService:
             await store_messages(session, conversation_id, [message])
         return PreparedReply(request, personality, conversation_id, cfg)
 
-    def start_recall(self, request: ChatRequest) -> asyncio.Task[list[str]] | None:
+    def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[str]] | None:
         """The user's memories that match the message, recalled in the background (None: no recall)."""
-        if self._memory is None or self.recall_limit <= 0 or self.memory_context_share <= 0:
+        if self.recall_limit <= 0 or self.memory_context_share <= 0:
             return None
-        return asyncio.create_task(self._recall(self._memory, request))
+        return asyncio.create_task(self._recall(request))
 
-    async def _recall(self, memory: MemoryService, request: ChatRequest) -> list[str]:
+    async def _recall(self, request: ChatRequest) -> list[str]:
         try:
-            recalled = await memory.recall(
+            recalled = await self._memory.recall(
                 personality_id=request.personality_id,
                 user_id=request.user_id,
                 query=request.text,
@@ -194,7 +237,7 @@ class ChatService:
         # A memory of this very message's exchange (its reply being regenerated) is not recalled into it.
         return [m.text_with_context for m in recalled if request.message_id not in m.sources_with_context]
 
-    async def build_prompt(
+    async def _build_prompt(
         self, prepared: PreparedReply, recall: asyncio.Task[list[str]] | None = None
     ) -> BuiltContext:
         """The prompt for the stored message: system prompt, recalled memories, summary, recent history."""
@@ -223,9 +266,7 @@ class ChatService:
             # Someone may have spoken after this message was stored: answer this one, with what came before.
             while rows and rows[0].external_id != request.message_id:
                 rows.pop(0)
-            summary = (
-                await summary_text(session, prepared.conversation_id) if self._rolling is not None else None
-            )
+            summary = await summary_text(session, prepared.conversation_id)
             others = _other_speakers(rows, request.user_id) if request.guild_id is not None else {}
             personas = await personas_for(session, [request.user_id, *others], prepared.personality.id)
         history = [
@@ -261,31 +302,22 @@ class ChatService:
 
     # ------------------------------------------------------------------------ the reply
 
-    async def stream(self, prepared: PreparedReply) -> AsyncIterator[str]:
+    async def _stream(self, prepared: PreparedReply) -> AsyncIterator[str]:
         """The reply text in pieces as the model writes it; raises ChatModelMissingError."""
         if prepared.cfg is None or prepared.context is None:
             raise ChatModelMissingError(NO_CHAT_MODEL)
         async for piece in self._llm.stream(prepared.cfg, prepared.context.messages):
             yield piece
 
-    async def generate(
-        self, prepared: PreparedReply, *, on_text: Callable[[str], None] | None = None
-    ) -> ChatReply:
+    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], None]) -> ChatReply:
         """The whole reply, or a short neutral notice when the model fails (the user message stays)."""
-        reply = await self._generate(prepared, on_text)
-        if not reply.ok:  # no reply will be stored: the message joins its author's next exchange
-            self._awaited.discard(prepared.request.message_id)
-        return reply
-
-    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], None] | None) -> ChatReply:
         if prepared.cfg is None:
             return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
         pieces: list[str] = []
         try:
-            async for piece in self.stream(prepared):
+            async for piece in self._stream(prepared):
                 pieces.append(piece)
-                if on_text is not None:
-                    on_text(piece)
+                on_text(piece)
         except LLMUnavailableError as exc:
             log.warning("Chat model failed for %s: %s", prepared.personality.name, exc)
             return ChatReply(UNAVAILABLE_REPLY, ok=False, prepared=prepared, error=str(exc))
@@ -304,27 +336,13 @@ class ChatService:
         prepared = reply.prepared
         messages = reply_messages(prepared, parts, created_at=datetime.now(UTC))
         async with self._sessionmaker.begin() as session:
-            stored = await store_messages(session, prepared.conversation_id, messages)
-        self._awaited.discard(prepared.request.message_id)
-        return stored
-
-    def will_not_answer(self, prepared: PreparedReply) -> None:
-        """The stored message gets no reply (missed while offline, too old to answer late): formation
-        takes it into its author's next answered exchange instead of waiting for its own reply."""
-        self._awaited.discard(prepared.request.message_id)
-
-    async def reply(self, request: ChatRequest, *, reply_id: str | None = None) -> ChatReply:
-        """Prepare, generate and record in one call; the reply is stored as `reply_id`."""
-        prepared = await self.prepare(request)
-        reply = await self.generate(prepared)
-        if reply.ok:
-            await self.record_reply(reply, [(reply_id or f"{request.message_id}:reply", reply.text)])
-        return reply
+            return await store_messages(session, prepared.conversation_id, messages)
 
     # ------------------------------------------------------------------------ after the reply
 
     async def after_reply(self, conversation_id: int) -> AfterReplyReport:
-        """Form the new exchanges' memories and update the rolling summary if due (background work)."""
+        """Form the new exchanges' memories and update the rolling summary if due; failures are logged
+        and left for the next pass."""
         return await self._after_reply.run(conversation_id)
 
     async def reset_conversation(

@@ -1,20 +1,25 @@
 """One turn of a chat as it flows through the chat service: the request, the prepared prompt, the reply,
-the notices shown when there is no reply, and the reply's rows as the message log stores them."""
+the notices shown when there is no reply, where the reply goes (`ReplyDelivery`), what the turn did
+(`ChatTurn`), and the reply's rows as the message log stores them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from memory.chat.prompt import BuiltContext
 from memory.conversations import LoggedMessage
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.tokens import count_message_tokens
 from memory.types import MessageRole, ModelConfig
 from models import Personality
+
+if TYPE_CHECKING:  # the front doors import this module at start-up: only what it runs on
+    from memory.chat.after_reply import AfterReplyReport
+    from memory.chat.prompt import BuiltContext
 
 NO_CHAT_MODEL = (
     "No chat model is configured: set CHAT_MODEL to a litellm model string, for example "
@@ -43,6 +48,8 @@ class ChatRequest:
     message_id: str
     text: str
     created_at: datetime | None = None
+    # The external ids of the reply this answer takes the place of (🔄), in order; empty: a first answer.
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -62,6 +69,39 @@ class ChatReply:
     ok: bool  # False: `text` is the error notice, nothing was stored for it
     prepared: PreparedReply
     error: str | None = None
+
+
+class ReplyDelivery(Protocol):
+    """Where a turn's reply goes: sent to Discord, printed in the terminal, put in place of an earlier
+    reply (🔄). The chat service calls it in this order: `writing` around the model's call (each piece
+    of text to `on_text` as it comes), `deliver` once, then `remembered` after formation. A class that
+    derives from it inherits the defaults (do nothing) of all but `deliver`."""
+
+    def writing(self) -> AbstractAsyncContextManager[None]:
+        """Held while the model writes (Discord's typing indicator); nothing by default."""
+        return nullcontext()
+
+    def on_text(self, piece: str) -> None:
+        """A piece of the reply as the model writes it (the terminal prints it); nothing by default."""
+        return None
+
+    async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
+        """Show the reply, or its notice when it is not ok; returns the parts of an ok reply as they were
+        sent, (external id, text) each, which the log stores as the reply (none: nothing was sent)."""
+        ...
+
+    async def remembered(self, message_ids: Sequence[str]) -> None:
+        """These user messages just became memories (Discord's 📝); nothing by default."""
+        return None
+
+
+@dataclass(slots=True)
+class ChatTurn:
+    """What one turn did: the reply (or its notice), the parts stored, and the work after it."""
+
+    reply: ChatReply
+    parts: list[tuple[str, str]] = field(default_factory=list)
+    after: AfterReplyReport | None = None  # None: no reply was stored, so nothing was formed
 
 
 def count_with(cfg: ModelConfig | None, messages: list[dict[str, Any]]) -> int:

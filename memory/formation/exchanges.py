@@ -125,7 +125,10 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
     The context of an exchange is the CONTEXT_MESSAGES messages of `log` before its first message,
     excluded messages and the replies to them left out.
     """
-    allowed = (lambda m: True) if formable is None else (lambda m: m.external_id in formable)
+
+    def allowed(message: LoggedMessage) -> bool:
+        return formable is None or message.external_id in formable
+
     position = {m.external_id: i for i, m in enumerate(log)}
     hidden = _hidden(log)
 

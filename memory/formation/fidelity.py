@@ -127,7 +127,8 @@ def zipf(word: str) -> float:
     """How common a word is; a hyphenated one as its rarest part ("bubble-wrap" is common)."""
     if "-" in word:
         return min(zipf(part) for part in word.split("-") if part) if word.strip("-") else 0.0
-    return zipf_frequency(word, "en")
+    frequency: float = zipf_frequency(word, "en")
+    return frequency
 
 
 def _possessive_dropped(word: str) -> str:
@@ -160,6 +161,7 @@ def _numbers_as_digits(text: str, *, threshold: int) -> str:
     if not any(c.isalpha() for c in text):
         return text
     protected = _SECOND_RE.sub(lambda m: _SECOND_MARK + m.group(1), text)
+    converted: str
     try:
         converted = alpha2digit(protected, "en", threshold=threshold)
     except Exception:  # text2num is written in Rust: any odd input must not cost a memory

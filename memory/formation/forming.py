@@ -26,7 +26,7 @@ from sqlalchemy.orm import selectinload
 from memory.formation.exchanges import Exchange
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
-from memory.formation.pipeline import AHEAD, Read, run_pipeline
+from memory.formation.pipeline import AHEAD, BatchRead, run_pipeline
 from memory.formation.shaping import Shaped, memory_row, shape_exchanges
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
@@ -96,6 +96,7 @@ class MemoryFormation:
         summarizer: ExchangeSummarizer,
         models: ModelConfigResolver,
         *,
+        awaited: AwaitedReplies,
         min_summarize_tokens: int,
         batch_size: int,
     ) -> None:
@@ -103,12 +104,12 @@ class MemoryFormation:
         self._summarizer = summarizer
         self._models = models
         self._min_summarize_tokens = min_summarize_tokens
-        self._batch_size = batch_size
+        self.batch_size = batch_size  # exchanges read, summarized and written together
         # Conversations a pass of this process holds, and those another pass asked for meanwhile.
         self._held: Counter[int] = Counter()
         self._asked: set[int] = set()
         # Messages whose reply the chat service of this process is writing (see AwaitedReplies).
-        self.awaited = AwaitedReplies()
+        self.awaited = awaited
         # Batches summarized while one is written (memory.formation.pipeline); 0: one after the other.
         self.batches_ahead = AHEAD
 
@@ -216,12 +217,12 @@ class MemoryFormation:
         conversation: Conversation,
         mode_override: MemoryMode | None,
         in_flight: Collection[str],
-    ) -> Read[_Batch] | None:
+    ) -> BatchRead[_Batch] | None:
         """The next batch past those in flight, its summaries to start; None when none is ready."""
         grouping = await read_ready(
             session,
             conversation.id,
-            limit=self._batch_size,
+            limit=self.batch_size,
             awaited=self.awaited.current(),
             in_flight=in_flight,
         )
@@ -279,7 +280,7 @@ class MemoryFormation:
         # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
         # and the next read sees rows as they are now, not as this one loaded them).
         session.expunge_all()
-        return Read(frozenset(done), self._form(shaping, done, report))
+        return BatchRead(frozenset(done), self._form(shaping, done, report))
 
     async def _form(
         self, shaping: Awaitable[Sequence[Shaped]] | None, done: list[str], report: FormationReport

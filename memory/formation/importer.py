@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
 from pydantic_core import PydanticCustomError
@@ -77,6 +77,9 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------- lines
 
 
+_T = TypeVar("_T")
+
+
 def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
     """The lines of a JSONL text, numbered from 1, without their line ends.
 
@@ -94,12 +97,12 @@ def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
 def transcript_file_lines(path: Path) -> Iterator[tuple[int, str]]:
     """A transcript file's lines as `jsonl_lines` gives them, read as they are used. A file over
     MAX_TRANSCRIPT_BYTES is refused unread; missing, unreadable or not UTF-8, in one line naming it."""
-    return _decoded_lines(path, _open_transcript(path, "rb"))
+    return _decoded_lines(path, _open_transcript(path))
 
 
 def read_transcript_text(path: Path) -> str:
     """A transcript file's text (of any format); a file over MAX_TRANSCRIPT_BYTES is refused unread."""
-    with _open_transcript(path, "rb") as source:
+    with _open_transcript(path) as source:
         data = _read(path, source.read)
     try:
         return data.decode("utf-8")
@@ -107,7 +110,7 @@ def read_transcript_text(path: Path) -> str:
         raise InvalidInputError(f"{path} is not UTF-8 text (byte {exc.start})") from None
 
 
-def _open_transcript(path: Path, mode: str) -> IO[bytes]:
+def _open_transcript(path: Path) -> IO[bytes]:
     def checked_open() -> IO[bytes]:
         size = path.stat().st_size
         if size > MAX_TRANSCRIPT_BYTES:
@@ -115,12 +118,12 @@ def _open_transcript(path: Path, mode: str) -> IO[bytes]:
                 f"{path} is too large ({size / 2**20:,.0f} MiB); transcripts are imported up to "
                 f"{MAX_TRANSCRIPT_BYTES // 2**20} MiB at a time: split it into smaller files"
             )
-        return path.open(mode)  # type: ignore[return-value]
+        return path.open("rb")
 
     return _read(path, checked_open)
 
 
-def _read(path: Path, read: Callable[[], Any]) -> Any:
+def _read(path: Path, read: Callable[[], _T]) -> _T:
     """`read()`, its OS errors said in one line naming the file."""
     try:
         return read()

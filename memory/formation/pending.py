@@ -10,8 +10,9 @@ Excluded messages (said incognito, or forgotten) are read to be marked done, nev
 
 from __future__ import annotations
 
-import time
-from collections.abc import Collection
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy import BigInteger, and_, any_, exists, func, literal, or_, select, true, update
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -26,32 +27,36 @@ from models import Message
 
 USER = MessageRole.USER.value
 REPLY = MessageRole.ASSISTANT.value
-AWAITED_SECONDS = 600.0
 # Replies read per answered message a batch takes: a reply sent in several parts is a row per part.
 PARTS_PER_REPLY = 4
 
 
 class AwaitedReplies:
-    """Messages whose reply this process is still writing (by external id): another answered message
-    of their author must not take them in, their own reply is coming. The chat service adds a message
-    before storing it and discards it once its reply is stored or failed; an entry left behind (the
-    reply was never sent) lapses after AWAITED_SECONDS, and the message then counts as unanswered."""
+    """User messages whose reply this process is writing (by external id): another answered message of
+    their author must not take them in, their own reply is coming. Built once by the composition root
+    and shared by the chat service (which holds a message for its whole turn, from before it is stored
+    until its reply is recorded or has failed) and formation (which reads `current`). A hold is released
+    on every path out of its `with` block, so nothing is ever left held: no lapse is needed."""
 
-    def __init__(self, seconds: float = AWAITED_SECONDS) -> None:
-        self._seconds = seconds
-        self._since: dict[str, float] = {}
+    def __init__(self) -> None:
+        self._held: Counter[str] = Counter()
 
-    def add(self, external_id: str) -> None:
-        self._since[external_id] = time.monotonic()
-
-    def discard(self, external_id: str) -> None:
-        self._since.pop(external_id, None)
+    @contextmanager
+    def holding(self, external_ids: Iterable[str]) -> Iterator[None]:
+        """Hold these messages for the block; a message held twice (a turn inside a catch-up that
+        stored it) stays held until both are done."""
+        held = list(external_ids)
+        self._held.update(held)
+        try:
+            yield
+        finally:
+            self._held.subtract(held)
+            for external_id in held:
+                if self._held[external_id] <= 0:
+                    del self._held[external_id]
 
     def current(self) -> set[str]:
-        cutoff = time.monotonic() - self._seconds
-        for external_id in [i for i, since in self._since.items() if since < cutoff]:
-            del self._since[external_id]
-        return set(self._since)
+        return set(self._held)
 
 
 async def read_ready(

@@ -41,7 +41,7 @@ CLAIM_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
-class Read(Generic[Formed]):
+class BatchRead(Generic[Formed]):
     """A batch `read` found: the messages its write marks done (never none: a batch that marks nothing
     would be read again and again), and its forming (summaries) to await."""
 
@@ -49,7 +49,7 @@ class Read(Generic[Formed]):
     forming: Awaitable[Formed]
 
 
-ReadStage = Callable[[Collection[str]], Awaitable["Read[Formed] | None"]]
+ReadStage = Callable[[Collection[str]], Awaitable["BatchRead[Formed] | None"]]
 WriteStage = Callable[[Formed], Awaitable[None]]
 
 

@@ -20,13 +20,28 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memory.errors import InvalidInputError
 from memory.owners.personality_fields import DEFAULT_PROMPT, MAX_PROMPT_LENGTH
 
-if TYPE_CHECKING:
-    from memory.owners.cards import CardFields
+
+class CardText(Protocol):
+    """What the prompt is composed from: these fields of a card (memory.owners.cards.CardFields)."""
+
+    @property
+    def description(self) -> str: ...
+    @property
+    def personality(self) -> str: ...
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def system_prompt(self) -> str: ...
+    @property
+    def mes_example(self) -> str: ...
+    @property
+    def nickname(self) -> str: ...
+
 
 _CHAR = re.compile(r"\{\{char\}\}|<BOT>|<char>", re.IGNORECASE)
 _USER_SPEAKING = re.compile(r"^([ \t]*)(?:\{\{user\}\}|<USER>):", re.IGNORECASE | re.MULTILINE)
@@ -74,7 +89,7 @@ def example_dialogues(mes_example: str, name: str) -> list[str]:
     return [block for block in blocks if block]
 
 
-def compose_prompt(fields: CardFields, name: str, limit: int = MAX_PROMPT_LENGTH) -> ComposedPrompt:
+def compose_prompt(fields: CardText, name: str, limit: int = MAX_PROMPT_LENGTH) -> ComposedPrompt:
     """The system prompt the card makes for a personality called `name` (its macros: the nickname)."""
     char = fields.nickname.strip() or name
     described = [

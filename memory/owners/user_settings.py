@@ -99,23 +99,6 @@ class UserSettingsService:
         async with self._sessionmaker.begin() as session:
             return await upsert_scoped(session, UserSettings, user_id, personality_id, values)
 
-    async def personalities_remembering(self, user_id: str) -> Sequence[Personality]:
-        """The personalities that hold at least one live memory of this user."""
-        async with self._sessionmaker() as session:
-            return (
-                await session.scalars(
-                    select(Personality)
-                    .where(
-                        Personality.id.in_(
-                            select(Memory.personality_id).where(
-                                Memory.user_id == user_id, Memory.state != MemoryState.DELETED.value
-                            )
-                        )
-                    )
-                    .order_by(Personality.name)
-                )
-            ).all()
-
     async def export_lines(self, *, user_id: str, personality_id: int | None = None) -> list[str]:
         """The user's memories as JSONL in the shape `personae import` reads.
 

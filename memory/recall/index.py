@@ -1,9 +1,10 @@
-"""The search index over long-term memories: its contract, the payload it holds, and which backend opens.
+"""The search index over long-term memories: its contract and the payload it holds.
 
 Postgres holds the memories; the index holds one point per memory (id = the memory's id) with a dense
 vector, a sparse keyword vector and only the payload that filters need, and can be rebuilt at any time.
 Two backends keep this contract: Qdrant Edge in-process (memory.recall.edge, the default) and a Qdrant
-server with QDRANT_URL (memory.recall.server). The payload's fields are `MemoryPayload`'s, named once.
+server with QDRANT_URL (memory.recall.server), opened by memory.recall.backends. The payload's
+fields are `MemoryPayload`'s, named once.
 
 Both store dense vectors as float16 (an index made before keeps its float32): half the vector bytes,
 for unit-length embeddings of an int8 model whose own noise (cosine ~0.99 between batches) dwarfs
@@ -167,31 +168,6 @@ class VectorIndex(abc.ABC):
 
     @abc.abstractmethod
     async def close(self) -> None: ...
-
-
-def open_vector_index(
-    *,
-    qdrant_url: str | None,
-    qdrant_api_key: str | None,
-    data_dir: Path,
-    collection: str = "memories",
-    rebuild_if_damaged: bool = False,
-) -> VectorIndex:
-    """Open the embedded Edge index under data_dir, or the Qdrant server at qdrant_url when it is set.
-
-    A damaged embedded index raises IndexDamagedError, unless rebuild_if_damaged (a full reindex is
-    about to refill it from PostgreSQL), which starts it empty instead.
-    """
-    # Each backend's client library is imported only when that backend is chosen.
-    if qdrant_url:
-        from qdrant_client import AsyncQdrantClient
-
-        from memory.recall.server import QdrantServerIndex
-
-        return QdrantServerIndex(AsyncQdrantClient(url=qdrant_url, api_key=qdrant_api_key), collection)
-    from memory.recall.edge import EdgeVectorIndex
-
-    return EdgeVectorIndex(data_dir / "qdrant", rebuild_if_damaged=rebuild_if_damaged)
 
 
 class PayloadKind(enum.Enum):

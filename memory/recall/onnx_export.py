@@ -157,7 +157,7 @@ def _export_graph(target: Path, source: Path, pooling: str, model_name: str) -> 
     with contextlib.suppress(Exception):  # its "Loading weights" bar garbles setup's output
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     # Eager attention: the SDPA path exports to a graph onnxruntime optimizes less well.
     transformer = AutoModel.from_pretrained(

@@ -72,7 +72,7 @@ class ParticipantNames:
         self._kept[(personality_id, user_id)] = (time.monotonic(), names)
 
 
-def names_of(personality_id: int, user_id: str) -> CompoundSelect:
+def names_of(personality_id: int, user_id: str) -> CompoundSelect[str | None]:
     """The personality's display name and the user's names in their recent memories (one column,
     `name`, possibly null), as one statement."""
     recent = (

@@ -78,7 +78,7 @@ CONTEXT_HITS = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Read:
+class StoredMemory:
     """A memory as recall reads it from Postgres: what it returns, and what places it in its thread."""
 
     id: uuid.UUID
@@ -94,7 +94,7 @@ class Read:
 
 # Only these columns are read, as plain rows: measured faster than whole ORM entities (about 2 ms a
 # recall for a typical user, 5 for one with 5,000 memories, at 30,000 memories).
-_READ = tuple(getattr(Memory, field.name) for field in dataclasses.fields(Read))
+_READ = tuple(getattr(Memory, field.name) for field in dataclasses.fields(StoredMemory))
 # What was said in a memory's exchange, word for word, read with it (its summary may have dropped a
 # word the question has): what the relevance floor and the answer's kind are judged on. A memory its
 # user corrected is judged on their words alone.
@@ -111,7 +111,7 @@ _SAID = (
 
 
 @dataclass(frozen=True, slots=True)
-class RecalledMemory(Read):
+class RecalledMemory(StoredMemory):
     """A memory recalled: as read (its own text, messages and id), with its score, and the memories
     said just before and after it in its conversation that came with it (`context`, conversation
     order). What is shown beside its id is its own text; a prompt reads it with its context
@@ -119,7 +119,7 @@ class RecalledMemory(Read):
     it holds the kind of answer asked for."""
 
     score: float
-    context: tuple[Read, ...] = ()
+    context: tuple[StoredMemory, ...] = ()
 
     @property
     def text_with_context(self) -> str:
@@ -209,7 +209,7 @@ async def recall(
         said: dict[uuid.UUID, str] = {}
         read = []
         for *fields, words in rows:
-            read.append(Read(*fields))
+            read.append(StoredMemory(*fields))
             said[read[-1].id] = f"{read[-1].content}\n{words or ''}"
         cosines = {h.id: h.score for h in found.dense}
         about_them = question.about_user or question.about_participants
@@ -274,28 +274,30 @@ def _relevant(coverage: float, cosine: float, floor: float) -> bool:
     return coverage >= HALF_THE_CONTENT or coverage + cosine >= floor
 
 
-def pins_first(ranked: Sequence[Read], about: Collection[uuid.UUID]) -> list[Read]:
+def pins_first(ranked: Sequence[StoredMemory], about: Collection[uuid.UUID]) -> list[StoredMemory]:
     """The pinned memories the query is `about` moved ahead, in their order; the rest after."""
     pins = [m for m in ranked if m.pinned and m.id in about]
     ahead = {m.id for m in pins}
     return pins + [m for m in ranked if m.id not in ahead]
 
 
-Around = tuple[Read | None, Read | None]  # the memories just before and after one, in its conversation
+Around = tuple[
+    StoredMemory | None, StoredMemory | None
+]  # the memories just before and after one, in its conversation
 
 
 def with_context(
-    hits: Sequence[Read], around: Mapping[uuid.UUID, Around], *, budget: int
-) -> list[tuple[Read, Around]]:
+    hits: Sequence[StoredMemory], around: Mapping[uuid.UUID, Around], *, budget: int
+) -> list[tuple[StoredMemory, Around]]:
     """Each hit with the neighbours that come with it: those of the hits in `around`, best hit first,
     each neighbour once, never one recalled as a hit itself, and only while the words of the whole
     answer (hits and context) stay within `budget`. The hits themselves are never cut.
     """
     words = sum(_words(m) for m in hits)
     taken = {m.id for m in hits}
-    out: list[tuple[Read, Around]] = []
+    out: list[tuple[StoredMemory, Around]] = []
     for hit in hits:
-        kept: list[Read | None] = []
+        kept: list[StoredMemory | None] = []
         for neighbour in around.get(hit.id, (None, None)):
             if neighbour is None or neighbour.id in taken or words + _words(neighbour) > budget:
                 kept.append(None)
@@ -307,17 +309,17 @@ def with_context(
     return out
 
 
-def _words(memory: Read) -> int:
+def _words(memory: StoredMemory) -> int:
     return len(memory.content.split())
 
 
-def _recalled(hit: Read, context: Around, score: float) -> RecalledMemory:
-    own: dict[str, Any] = {field.name: getattr(hit, field.name) for field in dataclasses.fields(Read)}
+def _recalled(hit: StoredMemory, context: Around, score: float) -> RecalledMemory:
+    own: dict[str, Any] = {field.name: getattr(hit, field.name) for field in dataclasses.fields(StoredMemory)}
     return RecalledMemory(**own, score=score, context=tuple(m for m in context if m is not None))
 
 
 async def _neighbours(
-    session: AsyncSession, personality_id: int, user_id: str, memories: Sequence[Read]
+    session: AsyncSession, personality_id: int, user_id: str, memories: Sequence[StoredMemory]
 ) -> dict[uuid.UUID, Around]:
     """The memories of this user just before and after each of these in its conversation (not
     forgotten), in one query; a memory of no conversation has none.
@@ -384,10 +386,10 @@ async def _neighbours(
         .join(Memory, or_(Memory.id == line.c.before, Memory.id == line.c.after))
         .where(line.c.id == any_(_ids(m.id for m in placed)))
     )
-    around: dict[uuid.UUID, list[Read | None]] = {m.id: [None, None] for m in placed}
+    around: dict[uuid.UUID, list[StoredMemory | None]] = {m.id: [None, None] for m in placed}
     for row in rows:
         memory_id, is_before, *fields = row
-        around[memory_id][0 if is_before else 1] = Read(*fields)
+        around[memory_id][0 if is_before else 1] = StoredMemory(*fields)
     return {memory_id: (before, after) for memory_id, (before, after) in around.items()}
 
 

@@ -1,58 +1,46 @@
-"""Fixtures of the chat cog's tests: the bot loaded as it runs, on dpytest's fake gateway, with the real
-services behind it (PostgreSQL on a connection pool, Qdrant Edge, the local embedder, the chat LLM over
-HTTP on 127.0.0.1), and the personalities it talks as."""
+"""The shipped bot (its class, its extension list) on one fake Discord (testkit.fake_discord), with the
+real services behind it: PostgreSQL on a connection pool, Qdrant Edge, the local embedder, and the
+LLMs over HTTP on 127.0.0.1. Some tests build their bot with settings of their own (`start_bot`)."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
-import discord
-import discord.ext.test as dpytest
 import pytest
 
-from bot.catch_up import CATCH_UP_TASK
 from bot.client import PersonaeBot
-from bot.cogs.chat import ChatCog
 from models import Personality
-
-
-class _NotTheBot:
-    """Stands in for discord.AutoShardedClient while dpytest checks what it is given."""
-
-
-@pytest.fixture
-async def bot(runtime: Any) -> AsyncIterator[PersonaeBot]:
-    client = PersonaeBot(runtime=runtime)
-    await client._async_setup_hook()
-    # dpytest builds members from its own cache; the real bot needs no members intent (a message carries
-    # its author), but dpytest's fake guild can only hand out members it cached.
-    intents = client.intents
-    intents.members = True
-    client._connection._intents = intents
-    client._connection.member_cache_flags = discord.MemberCacheFlags.from_intents(intents)
-    # dpytest refuses sharded clients outright, though its fake gateway is one shard's: the bot is
-    # the sharded client production runs, so the refusal is lifted for configuring it.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(discord, "AutoShardedClient", _NotTheBot)
-        dpytest.configure(client, members=["Alice", "Bob"])
-    client._connection.loop = asyncio.get_running_loop()  # dpytest leaves it unset; typing() needs it
-    await client.load_extension("bot.cogs.chat")
-    yield client
-    await client.background.drain(keep_running=(CATCH_UP_TASK,))
-    await client.unload_extension("bot.cogs.chat")
-    await client.background.cancel_all()
-    await dpytest.empty_queue()
+from testkit.fake_discord import FakeDiscord
+from tests.bot.state import StartBot
 
 
 @pytest.fixture
-def cog(bot: PersonaeBot) -> ChatCog:
-    found = bot.get_cog("ChatCog")
-    # load_extension executes the module anew: its ChatCog is the one the bot holds.
-    assert isinstance(found, sys.modules["bot.cogs.chat"].ChatCog)
-    return found  # type: ignore[no-any-return]
+async def discord_world() -> AsyncIterator[FakeDiscord]:
+    """The fake Discord, no bot connected yet."""
+    async with FakeDiscord() as fake:
+        yield fake
+
+
+@pytest.fixture
+def start_bot(discord_world: FakeDiscord, runtime: Any) -> StartBot:
+    """Start the shipped bot on the fake Discord, on the test runtime with these settings changed."""
+
+    async def start(**settings: Any) -> PersonaeBot:
+        changed = dataclasses.replace(runtime, settings=runtime.settings.model_copy(update=settings))
+        bot = PersonaeBot(runtime=changed)
+        await discord_world.start(bot)
+        return bot
+
+    return start
+
+
+@pytest.fixture
+async def fake_discord(discord_world: FakeDiscord, start_bot: StartBot) -> FakeDiscord:
+    """The fake Discord with the shipped bot connected and ready."""
+    await start_bot()
+    return discord_world
 
 
 @pytest.fixture
@@ -65,19 +53,3 @@ async def lilith(runtime: Any) -> Personality:
 async def sage(runtime: Any) -> Personality:
     personality, _ = await runtime.personalities.create("Sage", prompt="You are Sage.")
     return personality
-
-
-@pytest.fixture
-def payloads(bot: PersonaeBot) -> list[dict[str, Any]]:
-    """Every message payload the bot sent through the (fake) HTTP client."""
-    seen: list[dict[str, Any]] = []
-    original = bot.http.send_message
-
-    async def spy(channel_id: int, *, params: Any) -> Any:
-        seen.append(params.payload)
-        channel = sys._getframe(1).f_locals.get("channel")  # dpytest reads its caller's `channel`
-        assert channel is not None
-        return await original(channel_id, params=params)
-
-    bot.http.send_message = spy  # type: ignore[method-assign]
-    return seen

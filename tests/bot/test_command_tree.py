@@ -9,8 +9,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from bot.client import EXTENSIONS
-from tests.bot.interactions import APP_ID, DiscordHarness, open_harness
+from testkit.fake_discord import APP_ID, TOKEN, FakeDiscord
 
 NAME = re.compile(r"^[-_\w]{1,32}$")
 # Each group's subcommands in the order they are published.
@@ -54,67 +53,65 @@ def payload_chars(payload: dict[str, Any]) -> int:
     return total + sum(payload_chars(o) for o in payload.get("options", []))
 
 
-async def test_tree_is_valid_for_discord(runtime: Any) -> None:
-    async with open_harness(runtime, EXTENSIONS) as harness:
-        top = harness.tree.get_commands(type=discord.AppCommandType.chat_input)
-        names = [c.name for c in top]
-        assert len(names) == len(set(names)) <= 100
-        menus = harness.tree.get_commands(type=discord.AppCommandType.message)
-        assert sorted(menu.name for menu in menus) == MESSAGE_MENUS
-        assert all(1 <= len(menu.name) <= 32 for menu in menus) and len(menus) <= 5
-        for group_name, expected in EXPECTED.items():
-            group = harness.tree.get_command(group_name)
-            assert isinstance(group, app_commands.Group), group_name
-            assert {c.name for c in group.commands} == expected
-        for root in top:
-            payload = root.to_dict(harness.tree)
-            assert payload_chars(payload) <= 4000, root.name
-            for command in walk(root):
-                assert NAME.match(command.name) and command.name == command.name.lower(), command.name
-                assert 1 <= len(command.description) <= 100, command.qualified_name
-                if isinstance(command, app_commands.Group):
-                    children = [c.name for c in command.commands]
-                    assert len(children) == len(set(children)) <= 25, command.qualified_name
-                    continue
-                params = command.parameters
-                assert len(params) <= 25
-                assert len({p.display_name for p in params}) == len(params)
-                required_seen_after_optional = False
-                for index, param in enumerate(params):
-                    where = f"/{command.qualified_name} {param.display_name}"
-                    assert NAME.match(param.display_name), where
-                    assert 1 <= len(param.description) <= 100, where
-                    assert param.description != "…", f"{where} has no description"
-                    if param.display_name == "personality":
-                        assert param.autocomplete, f"{where} should autocomplete"
-                    if param.required and any(not p.required for p in params[:index]):
-                        required_seen_after_optional = True
-                assert not required_seen_after_optional, command.qualified_name
+async def test_tree_is_valid_for_discord(fake_discord: FakeDiscord) -> None:
+    tree = fake_discord.bot.tree
+    top = tree.get_commands(type=discord.AppCommandType.chat_input)
+    names = [c.name for c in top]
+    assert len(names) == len(set(names)) <= 100
+    menus = tree.get_commands(type=discord.AppCommandType.message)
+    assert sorted(menu.name for menu in menus) == MESSAGE_MENUS
+    assert all(1 <= len(menu.name) <= 32 for menu in menus) and len(menus) <= 5
+    for group_name, expected in EXPECTED.items():
+        group = tree.get_command(group_name)
+        assert isinstance(group, app_commands.Group), group_name
+        assert {c.name for c in group.commands} == expected
+    for root in top:
+        payload = root.to_dict(tree)
+        assert payload_chars(payload) <= 4000, root.name
+        for command in walk(root):
+            assert NAME.match(command.name) and command.name == command.name.lower(), command.name
+            assert 1 <= len(command.description) <= 100, command.qualified_name
+            if isinstance(command, app_commands.Group):
+                children = [c.name for c in command.commands]
+                assert len(children) == len(set(children)) <= 25, command.qualified_name
+                continue
+            params = command.parameters
+            assert len(params) <= 25
+            assert len({p.display_name for p in params}) == len(params)
+            required_seen_after_optional = False
+            for index, param in enumerate(params):
+                where = f"/{command.qualified_name} {param.display_name}"
+                assert NAME.match(param.display_name), where
+                assert 1 <= len(param.description) <= 100, where
+                assert param.description != "…", f"{where} has no description"
+                if param.display_name == "personality":
+                    assert param.autocomplete, f"{where} should autocomplete"
+                if param.required and any(not p.required for p in params[:index]):
+                    required_seen_after_optional = True
+            assert not required_seen_after_optional, command.qualified_name
 
 
-async def test_sync_publishes_the_tree_to_one_guild(runtime: Any) -> None:
+async def test_sync_publishes_the_tree_to_one_guild(fake_discord: FakeDiscord) -> None:
     from bot.client import sync_command_tree
 
-    async with open_harness(runtime) as harness:
-        names = await sync_command_tree(harness.bot, 4242)
-        assert sorted(names) == ["memory", "personality"]  # the harness loads these two extensions
-        [(route, commands)] = harness.http.synced.items()
-        assert route.endswith("guilds/4242/commands")
-        personality = next(c for c in commands if c["name"] == "personality")
-        assert {o["name"] for o in personality["options"]} == EXPECTED["personality"]
+    names = await sync_command_tree(fake_discord.bot, 4242)
+    assert sorted(names) == PUBLISHED
+    [(route, commands)] = fake_discord.synced.items()
+    assert route.endswith("guilds/4242/commands")
+    personality = next(c for c in commands if c["name"] == "personality")
+    assert {o["name"] for o in personality["options"]} == EXPECTED["personality"]
 
 
-async def test_publishing_needs_no_runtime() -> None:
+async def test_publishing_needs_no_runtime(discord_world: FakeDiscord) -> None:
     """`personae sync-commands` publishes the slash commands without the database or the index."""
     from bot.client import CommandPublisher, sync_command_tree
 
     async with CommandPublisher() as client:
-        await client.setup_hook()  # what login does: loads the slash-command extensions
+        await client.login(TOKEN)  # loads the slash-command extensions
         assert not hasattr(client, "runtime")
-        harness = DiscordHarness(client, client.tree)
         names = await sync_command_tree(client, None)
         assert sorted(names) == PUBLISHED
-        [(route, commands)] = harness.http.synced.items()
+        [(route, commands)] = discord_world.synced.items()
         assert route.endswith(f"applications/{APP_ID}/commands")
         for command in commands:
             if command["name"] in MESSAGE_MENUS:

@@ -15,17 +15,21 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer
+from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient
+from memory.owners.incognito import IncognitoService
 from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
 from memory.owners.personalities import PersonalityService
+from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
 from memory.recall.index import VectorIndex
 from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
+from memory.settings import load_settings
 from memory.types import IndexPoint, MessageRole, ModelConfig, RecallFilter
+from memory.wiring import wire_memory_services
 from models import Memory, Message, Personality, UserSettings
 from testkit.llm_server import Fail, LLMTestServer, exchanges_asked
 
@@ -93,19 +97,33 @@ def make_service(
     embedder: Embedder,
     llm: LLMClient,
     cfg: ModelConfig | None,
-    **kwargs: Any,
+    *,
+    input_tokens: int = 3000,
+    min_summarize_tokens: int = 25,
+    batch_size: int | None = None,
 ) -> MemoryService:
-    return MemoryService(
+    """The memory service under test, wired as the bot wires it (memory.wiring) on this index, embedder
+    and LLM client, summaries by `cfg` (None: extractive), with small summaries."""
+    settings = load_settings(
+        summary_max_tokens=120,
+        summary_min_tokens=16,
+        summarizer_input_tokens=input_tokens,
+        min_summarize_tokens=min_summarize_tokens,
+    )
+    service = wire_memory_services(
+        settings,
         sessionmaker,
+        models=deployment_summarizer(cfg),
         index=index,
         embedder=embedder,
-        summarizer=ExchangeSummarizer(
-            llm, max_tokens=120, min_tokens=16, input_tokens=kwargs.pop("input_tokens", 3000)
-        ),
-        models=deployment_summarizer(cfg),
-        min_summarize_tokens=kwargs.pop("min_summarize_tokens", 25),
-        **kwargs,
-    )
+        llm=llm,
+        user_settings=UserSettingsService(sessionmaker),
+        incognito=IncognitoService(sessionmaker),
+        personas=PersonaService(sessionmaker),
+    ).memory
+    if batch_size is not None:
+        service.formation.batch_size = batch_size
+    return service
 
 
 @pytest.fixture

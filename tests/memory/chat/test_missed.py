@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.chat.missed import deserves_answer, last_request, places_to_read, remembered_places
+from memory.chat.missed import MissedMessageLog, deserves_answer
 from memory.conversations import Venue, ensure_conversation
 from memory.owners.bindings import BindingService
 from memory.owners.personalities import PersonalityService
@@ -53,7 +53,7 @@ async def test_places_are_bound_channels_and_dm_channels_read_on_from_the_newest
     await log(sessionmaker, lilith.id, Venue(None, "300", "A"), ("5000", user), ("import-9", assistant))
     await log(sessionmaker, lilith.id, Venue(None, "400", "B"), ("import-1", user))  # imported only
     await log(sessionmaker, lilith.id, Venue("7", "500", "A"), ("6000", user))  # named, never bound
-    places = {p.channel_id: p for p in await places_to_read(sessionmaker)}
+    places = {p.channel_id: p for p in await MissedMessageLog(sessionmaker).places_to_read()}
     assert sorted(places) == ["100", "200", "300"]
     assert (places["100"].after_message_id, places["100"].since) == (1001, None)
     assert places["200"].after_message_id is None and places["200"].since is not None  # since bound
@@ -70,7 +70,7 @@ async def test_last_request_and_remembered_places(sessionmaker: async_sessionmak
     lilith, _ = await PersonalityService(sessionmaker).create("Lilith")
     user, assistant = MessageRole.USER, MessageRole.ASSISTANT
     await log(sessionmaker, lilith.id, Venue("7", "100", "A"), ("11", user), ("12", assistant), ("13", user))
-    request = await last_request(sessionmaker, personality_id=lilith.id, channel_id="100")
+    request = await MissedMessageLog(sessionmaker).last_request(personality_id=lilith.id, channel_id="100")
     assert request is not None
     assert (request.message_id, request.user_id, request.guild_id, request.channel_id) == (
         "13",
@@ -78,10 +78,12 @@ async def test_last_request_and_remembered_places(sessionmaker: async_sessionmak
         "7",
         "100",
     )
-    assert await last_request(sessionmaker, personality_id=lilith.id, channel_id="999") is None
+    assert (
+        await MissedMessageLog(sessionmaker).last_request(personality_id=lilith.id, channel_id="999") is None
+    )
     async with sessionmaker.begin() as session:
         await session.execute(
             update(Message).where(Message.external_id == "11").values(memory_processed_at=NOW)
         )
     # Only remembered user messages, by Discord id: "13" waits, "x" is no Discord id.
-    assert await remembered_places(sessionmaker, ["11", "13", "x"]) == [("100", "11")]
+    assert await MissedMessageLog(sessionmaker).remembered_places(["11", "13", "x"]) == [("100", "11")]

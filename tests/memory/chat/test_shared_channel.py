@@ -10,13 +10,17 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import BigInteger, func, literal, select
 
-from memory.chat.service import ChatReply, ChatRequest
+from memory.chat.service import ChatRequest, ChatTurn
+from memory.conversations import Venue, ensure_conversation
+from memory.formation.forming import CLAIM_LOCK_SPACE
 from memory.recall.store import logged_keyword_texts
 from memory.types import MessageRole
 from models import Memory, Message, Personality
+from testkit.chat import ReplyRecorder
 from testkit.llm_server import Fail, LLMTestServer
+from tests.memory.chat.turns import answer
 
 GUILD, CHANNEL = "7", "55"
 ALICE_MEMORY = "Alice: Lilith, my bank PIN is 4921, remember it\nLilith: Alice, I'll remember your PIN 4921."
@@ -54,9 +58,23 @@ async def memories(runtime: Any) -> list[Memory]:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
 
-async def answer(runtime: Any, req: ChatRequest) -> ChatReply:
-    prepared = await runtime.chat.prepare(req)
-    return await runtime.chat.generate(prepared)  # type: ignore[no-any-return]
+def held(reply_id: str) -> ReplyRecorder:
+    """A delivery that holds its turn once the model has written, until its `release` is set."""
+    return ReplyRecorder(reply_id, release=asyncio.Event())
+
+
+async def started(runtime: Any, req: ChatRequest, delivery: ReplyRecorder) -> asyncio.Task[ChatTurn]:
+    """The turn running, its message stored and its reply written (held, if the delivery holds it)."""
+    turn = asyncio.create_task(runtime.chat.answer(req, delivery))
+    await delivery.wrote.wait()
+    return turn
+
+
+async def finished(turn: asyncio.Task[ChatTurn], delivery: ReplyRecorder) -> ChatTurn:
+    """Let a held turn deliver its reply, record it and form memories; what it did."""
+    assert delivery.release is not None
+    delivery.release.set()
+    return await turn
 
 
 async def test_two_users_with_alices_reply_first_remember_like_the_transcript(
@@ -67,24 +85,28 @@ async def test_two_users_with_alices_reply_first_remember_like_the_transcript(
     )
     alice_asks = request(lilith, "A", "Alice", "1", "Lilith, my bank PIN is 4921, remember it")
     bob_asks = request(lilith, "B", "Bob", "2", "Lilith, what's a good book?")
-    alice_prepared = await runtime.chat.prepare(alice_asks)
-    bob_prepared = await runtime.chat.prepare(bob_asks)  # stored after Alice's, before any reply
-    to_alice, to_bob = await asyncio.gather(
-        runtime.chat.generate(alice_prepared), runtime.chat.generate(bob_prepared)
-    )
+    to_alice, to_bob = held("3"), held("4")
+    alice = await started(runtime, alice_asks, to_alice)
+    bob = await started(runtime, bob_asks, to_bob)  # stored after Alice's, before any reply
     # Alice's reply finishes first; formation runs after it while Bob still waits for his.
-    await runtime.chat.record_reply(to_alice, [("3", to_alice.text)])
-    report = await runtime.chat.after_reply(alice_prepared.conversation_id)
-    assert report.remembered_message_ids == ["1"]
+    turn = await finished(alice, to_alice)
+    assert turn.after is not None and turn.after.remembered_message_ids == ["1"]
     assert [m.content for m in await memories(runtime)] == [ALICE_MEMORY]
     assert await runtime.memory.pending_message_count(user_id="B") == 1  # waiting, not taken
 
-    await runtime.chat.record_reply(to_bob, [("4", to_bob.text)])
-    report = await runtime.chat.after_reply(bob_prepared.conversation_id)
-    assert report.remembered_message_ids == ["2"]
-    alice, bob = await memories(runtime)
-    assert (alice.user_id, alice.content, alice.source_message_ids) == ("A", ALICE_MEMORY, ["1", "3"])
-    assert (bob.user_id, bob.content, bob.source_message_ids) == ("B", BOB_MEMORY, ["2", "4"])
+    turn = await finished(bob, to_bob)
+    assert turn.after is not None and turn.after.remembered_message_ids == ["2"]
+    alice_memory, bob_memory = await memories(runtime)
+    assert (alice_memory.user_id, alice_memory.content, alice_memory.source_message_ids) == (
+        "A",
+        ALICE_MEMORY,
+        ["1", "3"],
+    )
+    assert (bob_memory.user_id, bob_memory.content, bob_memory.source_message_ids) == (
+        "B",
+        BOB_MEMORY,
+        ["2", "4"],
+    )
     assert await runtime.memory.pending_message_count() == 0
 
 
@@ -92,9 +114,8 @@ async def test_nul_bytes_and_lone_surrogates_in_chat_are_stored_sanely(
     runtime: Any, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "got it\u0000 \udfff"
-    reply = await runtime.chat.reply(request(lilith, "A", "Alice", "1", "a\u0000b \ud800"), reply_id="2")
-    assert reply.ok
-    await runtime.chat.after_reply(reply.prepared.conversation_id)
+    turn = await answer(runtime, request(lilith, "A", "Alice", "1", "a\u0000b \ud800"), "2")
+    assert turn.reply.ok
     async with runtime.sessionmaker() as session:
         stored = [m.content for m in (await session.scalars(select(Message).order_by(Message.id))).all()]
     assert stored == ["ab \ufffd", "got it \ufffd"]
@@ -129,18 +150,18 @@ async def test_eight_users_in_turn_each_get_exactly_their_exchanges(
     the replies of different users finish in random order, each followed by its formation pass."""
     rng = random.Random(9)
     llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
-    passes: list[asyncio.Task[Any]] = []
+    loop = asyncio.get_running_loop()
 
     async def talk(user: int) -> None:
         for n in range(6):
             req = request(lilith, f"u{user}", f"User{user}", f"{user}-{n}", f"user {user} says {n}")
-            reply = await answer(runtime, req)
-            await asyncio.sleep(rng.uniform(0, 0.02))
-            await runtime.chat.record_reply(reply, [(f"{user}-{n}-r", reply.text)])
-            passes.append(asyncio.create_task(runtime.chat.after_reply(reply.prepared.conversation_id)))
+            delivery = held(f"{user}-{n}-r")
+            turn = await started(runtime, req, delivery)
+            assert delivery.release is not None
+            loop.call_later(rng.uniform(0, 0.02), delivery.release.set)
+            await turn
 
     await asyncio.gather(*(talk(user) for user in range(8)))
-    await asyncio.gather(*passes)
     formed, _ = await check_memories(runtime)
     assert_one_memory_per_message_and_reply(formed, per_user=6)
 
@@ -154,20 +175,19 @@ async def test_eight_users_at_once_with_replies_in_random_order(
     llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
     said = [(user, n) for n in range(25) for user in range(8)]
     rng.shuffle(said)
-    prepared = []
+    turns = []
     for user, n in said:
         req = request(lilith, f"u{user}", f"User{user}", f"{user}-{n}", f"user {user} says {n}")
-        prepared.append(await runtime.chat.prepare(req))
-    replies = await asyncio.gather(*(runtime.chat.generate(p) for p in prepared))
-    order = list(replies)
+        delivery = held(f"{user}-{n}-r")
+        turns.append((await started(runtime, req, delivery), delivery))
+    order = list(turns)
     rng.shuffle(order)
 
-    async def finish(reply: ChatReply) -> None:
+    async def finish(turn: asyncio.Task[ChatTurn], delivery: ReplyRecorder) -> None:
         await asyncio.sleep(rng.uniform(0, 0.05))
-        await runtime.chat.record_reply(reply, [(f"{reply.prepared.request.message_id}-r", reply.text)])
-        await runtime.chat.after_reply(reply.prepared.conversation_id)
+        assert (await finished(turn, delivery)).reply.ok
 
-    await asyncio.gather(*(finish(reply) for reply in order))
+    await asyncio.gather(*(finish(turn, delivery) for turn, delivery in order))
     formed, rows = await check_memories(runtime)
     assert len(rows) == 400
     # Each message waited for its own reply, however many of its author's came first.
@@ -178,15 +198,12 @@ async def test_a_message_being_answered_waits_for_its_own_reply(
     runtime: Any, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
-    first = await runtime.chat.prepare(request(lilith, "A", "Alice", "1", "my cat is Mochi"))
-    second = await answer(runtime, request(lilith, "A", "Alice", "2", "my dog is Rex"))
-    await runtime.chat.record_reply(second, [("2r", second.text)])
-    await runtime.chat.after_reply(first.conversation_id)
+    to_first = held("1r")
+    first = await started(runtime, request(lilith, "A", "Alice", "1", "my cat is Mochi"), to_first)
+    await answer(runtime, request(lilith, "A", "Alice", "2", "my dog is Rex"), "2r")
     assert [m.source_message_ids for m in await memories(runtime)] == [["2", "2r"]]
     assert await runtime.memory.pending_message_count() == 1  # the first one, still being answered
-    to_first = await runtime.chat.generate(first)
-    await runtime.chat.record_reply(to_first, [("1r", to_first.text)])
-    await runtime.chat.after_reply(first.conversation_id)
+    await finished(first, to_first)
     assert [m.source_message_ids for m in await memories(runtime)] == [["2", "2r"], ["1", "1r"]]
 
 
@@ -195,16 +212,12 @@ async def test_a_message_that_got_no_reply_joins_its_authors_next_exchange(
 ) -> None:
     runtime.llm.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
-    failed = await runtime.chat.reply(request(lilith, "A", "Alice", "1", "what should I cook tonight?"))
-    assert not failed.ok
-    bob = await runtime.chat.reply(request(lilith, "B", "Bob", "2", "hello"), reply_id="2r")
-    await runtime.chat.after_reply(bob.prepared.conversation_id)
+    failed = await answer(runtime, request(lilith, "A", "Alice", "1", "what should I cook tonight?"))
+    assert not failed.reply.ok
+    await answer(runtime, request(lilith, "B", "Bob", "2", "hello"), "2r")
     assert await runtime.memory.pending_message_count(user_id="A") == 1  # not Bob's, and not lost
     llm_server.responder = lambda body: "A warm soup, and a salad tomorrow."
-    again = await runtime.chat.reply(
-        request(lilith, "A", "Alice", "3", "and tomorrow, a salad?"), reply_id="3r"
-    )
-    await runtime.chat.after_reply(again.prepared.conversation_id)
+    await answer(runtime, request(lilith, "A", "Alice", "3", "and tomorrow, a salad?"), "3r")
     by_user = {m.user_id: m.source_message_ids for m in await memories(runtime)}
     assert by_user == {"B": ["2", "2r"], "A": ["1", "3", "3r"]}
     assert await runtime.memory.pending_message_count() == 0
@@ -230,8 +243,15 @@ async def test_memories_formed_in_one_batch_are_keyed_by_their_own_users_threads
         ("A", "Alice", "3", "Would an orchard work here?"),
         ("B", "Bob", "4", "Where is the market?"),
     ]
-    for user_id, name, message_id, text in said:
-        await runtime.chat.reply(request(lilith, user_id, name, message_id, text), reply_id=f"{message_id}r")
+    # Another process (a worker) holds the conversation meanwhile: the turns leave their exchanges
+    # pending, for one pass to form them together.
+    async with runtime.sessionmaker.begin() as session:
+        conversation_id = await ensure_conversation(session, lilith.id, Venue(GUILD, CHANNEL, "A"))
+    async with runtime.sessionmaker.begin() as worker:
+        claim = literal(CLAIM_LOCK_SPACE + conversation_id, BigInteger)
+        await worker.execute(select(func.pg_advisory_xact_lock(claim)))
+        for user_id, name, message_id, text in said:
+            await answer(runtime, request(lilith, user_id, name, message_id, text), f"{message_id}r")
 
     report = await runtime.memory.form_pending(personality_id=lilith.id)
     assert report.memories == 4

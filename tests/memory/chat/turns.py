@@ -1,5 +1,6 @@
 """Chat turns as the tests make and read them: a request to a personality (a fresh message id each),
-and a conversation's message log as stored."""
+the turn production runs (ChatService.answer) with the reply stored under chosen ids, and a
+conversation's message log as stored."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from memory.chat.service import ChatRequest
+from memory.chat.service import ChatRequest, ChatTurn
 from models import Message, Personality
+from testkit.chat import ReplyRecorder
 
 counter = iter(range(10_000, 1_000_000))
 
@@ -35,3 +37,14 @@ async def stored(runtime: Any, conversation_id: int, *, role: str | None = None)
         query = query.where(Message.role == role)
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(query.order_by(Message.id))).all())
+
+
+async def answer(runtime: Any, req: ChatRequest, *part_ids: str) -> ChatTurn:
+    """One chat turn, the reply stored as `part_ids` (see ReplyRecorder)."""
+    turn: ChatTurn = await runtime.chat.answer(req, ReplyRecorder(*part_ids))
+    return turn
+
+
+def chat_requests(llm_server: Any) -> list[dict[str, Any]]:
+    """What the chat model was asked (not the summarizer the turn may call), oldest first."""
+    return [r for r in llm_server.requests if r.get("model") == "test-chat"]

@@ -17,6 +17,7 @@ from memory.formation.worker import run_worker
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole
 from models import Memory, Message, Personality
+from testkit.chat import ReplyRecorder
 from testkit.llm_server import LLMTestServer
 from tests.memory.chat.test_service import request as chat_request
 from tests.memory.formation.test_reply_links import import_text
@@ -53,12 +54,11 @@ def chat_inputs(llm_server: LLMTestServer) -> list[str]:
 
 
 async def chat(runtime: Any, personality: Personality, message_id: str, text: str) -> list[str]:
-    """Say `text` now, get the reply, then run the work after it; the ids it remembered."""
+    """Say `text` now, one chat turn; the ids it remembered."""
     request = chat_request(personality, text, message_id=message_id, created_at=datetime.now(UTC))
-    reply = await runtime.chat.reply(request, reply_id=f"r-{message_id}")
-    assert reply.ok  # answered as usual, incognito or not
-    report = await runtime.chat.after_reply(reply.prepared.conversation_id)
-    return report.remembered_message_ids  # type: ignore[no-any-return]
+    turn = await runtime.chat.answer(request, ReplyRecorder(f"r-{message_id}"))
+    assert turn.reply.ok and turn.after is not None  # answered as usual, incognito or not
+    return turn.after.remembered_message_ids  # type: ignore[no-any-return]
 
 
 async def test_a_chat_under_incognito_is_answered_and_never_remembered_nor_context_later(

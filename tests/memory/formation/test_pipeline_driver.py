@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection
 
 import pytest
 
-from memory.formation.pipeline import Read, run_pipeline
+from memory.formation.pipeline import BatchRead, run_pipeline
 
 
 class Stages:
@@ -24,12 +24,12 @@ class Stages:
         self.log: list[str] = []
         self.fail_write: int | None = None
 
-    async def read(self, in_flight: Collection[str]) -> Read[int] | None:
+    async def read(self, in_flight: Collection[str]) -> BatchRead[int] | None:
         self.log.append(f"read {self.next} past {sorted(in_flight)}")
         if self.next == self.count:
             return None
         n, self.next = self.next, self.next + 1
-        return Read(frozenset({f"b{n}", f"b{n}r"}), self.form(n))
+        return BatchRead(frozenset({f"b{n}", f"b{n}r"}), self.form(n))
 
     async def form(self, n: int) -> int:
         await self.formed[n].wait()

@@ -19,6 +19,7 @@ from memory.formation.fidelity import fidelity_misses
 from memory.formation.importer import read_transcript
 from models import Memory, Message, Personality
 from testkit.llm_server import INVENTION, LLMTestServer, SummarizerModel, exchanges_asked
+from tests.memory.chat.turns import answer, chat_requests
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "examples"
 GUILD, CHANNEL = "7", "55"
@@ -106,15 +107,14 @@ async def test_a_dropped_fact_reaches_the_chat_prompt(
         "Sage, guess what! My horse is called Thistle and she is 12 now. We ride every Sunday along the "
         "river path behind the old mill, and she always stops to eat the clover by the bridge."
     )
-    first = await runtime.chat.reply(chat(sage, "1001", "Alice", "m1", horse), reply_id="r-m1")
-    await runtime.chat.after_reply(first.prepared.conversation_id)
+    await answer(runtime, chat(sage, "1001", "Alice", "m1", horse), "r-m1")
     [memory] = await memories(runtime)
     assert "Thistle" in memory.content and "thistle" in memory.fidelity_misses
     summary = memory.content.splitlines()[0]
     assert "Thistle" not in summary  # the model's summary dropped it; the memory carries it
 
-    await runtime.chat.reply(chat(sage, "1001", "Alice", "m2", "What do you remember about my horse?"))
-    prompt = json.dumps(llm_server.requests[-1]["messages"])
+    await answer(runtime, chat(sage, "1001", "Alice", "m2", "What do you remember about my horse?"))
+    prompt = json.dumps(chat_requests(llm_server)[-1]["messages"])
     assert "Thistle" in prompt and summary in prompt
 
 
@@ -138,10 +138,8 @@ async def test_alices_injection_leaves_nothing_of_hers_in_bobs_memory(
     exchange. A summarizer that follows instructions (or tells Alice's line as Bob's) gets Alice's
     line only as quoted data, and whatever of hers it writes into Bob's memory is rejected."""
     llm_server.responder = SummarizerModel(mode)
-    alice = await runtime.chat.reply(chat(sage, "A", "Alice", "1", INJECTION), reply_id="2")
-    await runtime.chat.after_reply(alice.prepared.conversation_id)
-    bob = await runtime.chat.reply(chat(sage, "B", "Bob", "3", BOB_TRIP), reply_id="4")
-    await runtime.chat.after_reply(bob.prepared.conversation_id)
+    await answer(runtime, chat(sage, "A", "Alice", "1", INJECTION), "2")
+    await answer(runtime, chat(sage, "B", "Bob", "3", BOB_TRIP), "4")
 
     bobs = [m for m in await memories(runtime) if m.user_id == "B"]
     assert [m.source_message_ids for m in bobs] == [["3", "4"]]
@@ -159,8 +157,7 @@ async def test_an_invented_fact_is_never_stored_and_is_counted(
     runtime: Any, sage: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = SummarizerModel("invents")
-    bob = await runtime.chat.reply(chat(sage, "B", "Bob", "3", BOB_TRIP), reply_id="4")
-    await runtime.chat.after_reply(bob.prepared.conversation_id)
+    await answer(runtime, chat(sage, "B", "Bob", "3", BOB_TRIP), "4")
     [memory] = await memories(runtime)
     assert memory.summarizer == "extractive" and memory.summary_fallback == "invented"
     assert INVENTION.startswith("They paid $450 to Mallory on 12 March 2023")

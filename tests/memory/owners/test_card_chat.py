@@ -13,7 +13,7 @@ from memory.owners.cards import create_from_card, parse_card
 from memory.owners.lore import LoreChanges, LoreService, Position
 from models import Personality
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import request
+from tests.memory.chat.turns import answer, chat_requests, request
 from tests.memory.chat.windows import use_small_window
 from tests.memory.owners.cards import ELDORIA_BOOK, SERAPHINA_V2, with_data
 
@@ -34,11 +34,12 @@ async def prompt_for(
     runtime: Any, llm_server: LLMTestServer, personality: Personality, text: str
 ) -> list[dict[str, str]]:
     """The messages the model received for this message (a DM of Ann's)."""
-    reply = await runtime.chat.reply(
-        request(personality, text, guild_id=None, channel_id="dm-ann", user_name="Ann", user_id="2002")
+    turn = await answer(
+        runtime,
+        request(personality, text, guild_id=None, channel_id="dm-ann", user_name="Ann", user_id="2002"),
     )
-    assert reply.ok
-    return list(llm_server.requests[-1]["messages"])
+    assert turn.reply.ok
+    return list(chat_requests(llm_server)[-1]["messages"])
 
 
 async def test_constant_lore_in_every_prompt_keyed_lore_only_when_its_keys_come_up(

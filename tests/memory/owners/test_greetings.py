@@ -14,7 +14,7 @@ from memory.owners.greetings import Greetings
 from memory.owners.personalities import PersonalityService
 from models import Memory, Message
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import request, stored
+from tests.memory.chat.turns import answer, chat_requests, request, stored
 from tests.memory.owners.cards import SERAPHINA_V2, v3
 
 FIRST = "*Seraphina smiles* You're awake, Ann."
@@ -78,16 +78,17 @@ async def test_the_model_sees_the_greeting_and_it_forms_no_memory_of_its_own(
     )
     assert greeting is not None and greeting.text == FIRST
     personality = await runtime.personalities.get("seraphina")
-    reply = await runtime.chat.reply(
+    turn = await answer(
+        runtime,
         request(
             personality, "I'm so tired.", guild_id=None, channel_id="dm-ann", user_id="2002", user_name="Ann"
-        )
+        ),
     )
+    reply = turn.reply
     assert reply.ok and reply.prepared.conversation_id == greeting.conversation_id
-    sent = llm_server.requests[-1]["messages"]
+    sent = chat_requests(llm_server)[-1]["messages"]
     history = [(m["role"], m["content"]) for m in sent if m["role"] != "system"]
     assert history == [("assistant", FIRST), ("user", "I'm so tired.")]
-    await runtime.chat.after_reply(greeting.conversation_id)
     async with runtime.sessionmaker() as session:
         sources = (await session.scalars(select(Memory.source_message_ids))).all()
     rows = await stored(runtime, greeting.conversation_id)

@@ -19,6 +19,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 import memory.recall.index as vector_index
+from memory.recall.backends import open_vector_index
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.index import (
     PAYLOAD_FIELDS,
@@ -27,7 +28,6 @@ from memory.recall.index import (
     IndexDamagedError,
     PayloadKind,
     VectorIndex,
-    open_vector_index,
     payload_dict,
 )
 from memory.recall.keywords import KEYWORD_ENCODER, encode_sparse, encode_sparse_query

@@ -11,14 +11,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bench.recall_quality import evidence_recall, measure
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
 from memory.formation.importer import TranscriptImporter
-from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
-from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
-from memory.service import MemoryService, RecalledMemory
+from memory.service import RecalledMemory
 from memory.types import MemoryMode
+from tests.memory.test_service import make_service
 
 TURNS = [
     ("t1", "user", "Good morning! The weather is grey again."),
@@ -61,13 +60,7 @@ async def test_the_harness_imports_a_transcript_and_scores_recall(
     sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
 ) -> None:
     index = EdgeVectorIndex(tmp_path / "qdrant")
-    service = MemoryService(
-        sessionmaker,
-        index=index,
-        embedder=embedder,
-        summarizer=ExchangeSummarizer(LLMClient()),
-        models=ModelConfigResolver.none(),
-    )
+    service = make_service(sessionmaker, index, embedder, LLMClient(), None)
     dialogue = Dialogue(
         name="tiny",
         user_id="ana",

@@ -16,7 +16,7 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.recall.index import Candidates
 from memory.recall.query import ParticipantNames, dense_query, names_of
-from memory.recall.search import DENSE_WEIGHT, Read, fuse, pins_first, with_context
+from memory.recall.search import DENSE_WEIGHT, StoredMemory, fuse, pins_first, with_context
 from memory.service import MemoryService
 from memory.types import ScoredId
 from models import Message, Personality
@@ -25,8 +25,8 @@ from tests.memory.test_service import T0, add_chat, add_personality, make_servic
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
 
-def read(memory_id: uuid.UUID, *, pinned: bool = False, content: str = "") -> Read:
-    return Read(memory_id, content, None, [], T0, False, "verbatim", pinned, None)
+def read(memory_id: uuid.UUID, *, pinned: bool = False, content: str = "") -> StoredMemory:
+    return StoredMemory(memory_id, content, None, [], T0, False, "verbatim", pinned, None)
 
 
 def test_fuse_blends_min_max_normalised_scores_with_the_keyword_side_weighing_more() -> None:
@@ -89,7 +89,7 @@ def test_dense_query_leaves_out_the_participants_names() -> None:
     assert dense_query("Where has Melanie camped?", set()) == "Where has Melanie camped?"
 
 
-def memory(n: int, words: int) -> Read:
+def memory(n: int, words: int) -> StoredMemory:
     return read(uuid.UUID(int=100 + n), content=" ".join(["w"] * words))
 
 
@@ -216,7 +216,7 @@ async def test_the_participants_are_the_personality_and_the_names_the_user_spoke
     assert await names(p.id, "u1") == {"Lady Lilith", "Alice"}
     assert await names(p.id, "u2") == {"Lady Lilith", "Bob"}
     assert await names(p.id, "nobody") == {"Lady Lilith"}
-    # Read once, then kept: a rename shows after NAMES_TTL (the old name is left out meanwhile).
+    # StoredMemory once, then kept: a rename shows after NAMES_TTL (the old name is left out meanwhile).
     participants = ParticipantNames()
     assert participants.kept(p.id, "u1") is None
     participants.keep(p.id, "u1", await names(p.id, "u1"))

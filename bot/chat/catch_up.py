@@ -1,0 +1,280 @@
+"""Catching up: what was said while the bot was away, read back on every (re)connect, stored,
+remembered and answered when still recent (`MissedMessages`); memories a crash left, formed at start
+and on a timer (`PendingMemories`). Storing is idempotent: a second read stores nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from bot.chat.answering import MessageAnswerer
+from bot.chat.senders import WebhookSender, can_use_webhooks, plain_header
+from bot.reactions import RememberedReaction
+from bot.tasks import BackgroundTasks
+from memory.chat.service import (
+    MISCONFIGURED_REPLY,
+    NO_CHAT_MODEL,
+    UNAVAILABLE_REPLY,
+    Addressee,
+    AwaitedReplies,
+    ChatReply,
+    ChatService,
+    MissedPlace,
+    PreparedReply,
+    Route,
+    deserves_answer,
+)
+
+if TYPE_CHECKING:
+    from memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+CATCH_UP_TASK = "chat-memory-catch-up"
+# At most this many messages are read back per place and run; a run after it continues from there.
+HISTORY_LIMIT = 500
+NOTICES = (UNAVAILABLE_REPLY, MISCONFIGURED_REPLY, NO_CHAT_MODEL)
+_HEADER = re.compile(r"\*\*(.+?)\*\*\n")
+
+
+class PendingMemories:
+    """Exchanges stored but not remembered (left by a crash, a restart or a failed pass) are formed at
+    start-up, then on a timer, and their user messages get the 📝 wherever they were said."""
+
+    def __init__(
+        self,
+        memory: MemoryService,
+        chat: ChatService,
+        reaction: RememberedReaction,
+        tasks: BackgroundTasks,
+        *,
+        interval: float,
+    ) -> None:
+        self._memory = memory
+        self._chat = chat
+        self._reaction = reaction
+        self._tasks = tasks
+        self._interval = interval
+        self._task: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:
+        """Start the timer (CATCH_UP_SECONDS; 0: no timer, `personae worker` forms memories instead)."""
+        if self._interval > 0:
+            self._task = self._tasks.spawn(self._loop(), name=CATCH_UP_TASK)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def form(self) -> int:
+        """Form every pending memory and mark what was remembered; returns how many memories."""
+        report = await self._memory.form_pending()
+        if report.memories:
+            log.info("Caught up on %d pending memories", report.memories)
+        # Looked up in the log: a pass over every conversation names no channel.
+        await self._reaction.add(await self._chat.missed.remembered_places(report.remembered_message_ids))
+        return report.memories
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.form()
+            except Exception:
+                log.exception("Catching up on pending memory formation failed; retrying later")
+            await asyncio.sleep(self._interval)
+
+
+@dataclass
+class MissedReport:
+    """What one run found: messages stored, replies stored, messages answered."""
+
+    stored: int = 0
+    replies: int = 0
+    answered: int = 0
+
+
+class MissedMessages:
+    """Reads back what was said while the bot was offline."""
+
+    def __init__(
+        self,
+        client: discord.AutoShardedClient,
+        chat: ChatService,
+        answerer: MessageAnswerer,
+        awaited: AwaitedReplies,
+        tasks: BackgroundTasks,
+        *,
+        reply_minutes: float,
+    ) -> None:
+        self._client = client
+        self._chat = chat
+        self._answerer = answerer
+        self._awaited = awaited
+        self._tasks = tasks
+        self._reply_window = timedelta(minutes=reply_minutes)
+        self._lock = asyncio.Lock()
+        self._queued = False
+
+    def read_soon(self) -> None:
+        """Start a run in the background. READY comes again with every new session: one run waits for
+        the other, and at most one more is queued (a run right after a run finds nothing new)."""
+        if self._queued:
+            return
+        self._queued = True
+        self._tasks.spawn(self._run(), name="chat-missed-messages")
+
+    async def _run(self) -> None:
+        async with self._lock:
+            self._queued = False
+            await self.read_all()
+
+    async def read_all(self) -> MissedReport:
+        """Read every place; one place failing (deleted, no access) does not stop the others."""
+        report = MissedReport()
+        for place in await self._chat.missed.places_to_read():
+            channel = await self._channel(place.channel_id)
+            if channel is None:
+                continue
+            try:
+                await self.read_place(channel, place, report)
+            except discord.HTTPException as exc:
+                log.warning("Could not read the history of channel %s: %s", place.channel_id, exc)
+            except Exception:
+                log.exception("Reading what was missed in channel %s failed", place.channel_id)
+        if report.stored or report.replies:
+            log.info(
+                "Read back %d missed messages and %d replies; answered %d",
+                report.stored,
+                report.replies,
+                report.answered,
+            )
+        return report
+
+    async def _channel(self, channel_id: str) -> discord.abc.Messageable | None:
+        """The channel when this process serves it: a guild channel of one of its shards' guilds, or a
+        DM when it runs shard 0 (Discord sends every DM there). Another process reads the rest, so two
+        bot processes never store or answer the same missed message twice."""
+        bot = self._client
+        channel = bot.get_channel(int(channel_id))
+        if channel is None:  # DM channels are not cached after a restart
+            try:
+                channel = await bot.fetch_channel(int(channel_id))
+            except discord.HTTPException as exc:
+                log.debug("Channel %s is out of reach: %s", channel_id, exc)
+                return None
+        guild = getattr(channel, "guild", None)
+        if guild is not None and bot.get_guild(guild.id) is None:
+            return None  # a guild of another process's shards
+        if guild is None and bot.shard_ids is not None and 0 not in bot.shard_ids:
+            return None
+        return channel if isinstance(channel, discord.abc.Messageable) else None
+
+    async def read_place(
+        self, channel: discord.abc.Messageable, place: MissedPlace, report: MissedReport
+    ) -> None:
+        """Store what was missed here, answer what is recent, then remember it."""
+        after: discord.abc.Snowflake | datetime | None = (
+            discord.Object(place.after_message_id) if place.after_message_id is not None else place.since
+        )
+        found = [m async for m in channel.history(limit=HISTORY_LIMIT, after=after, oldest_first=True)]
+        missed = sorted(
+            (m for m in found if place.after_message_id is None or m.id > place.after_message_id),
+            key=lambda m: m.id,
+        )
+        asked: dict[int, PreparedReply] = {}  # personality id -> the last message stored for it here
+        to_answer: dict[tuple[int, int], tuple[discord.Message, Route]] = {}
+        stored_here: set[int] = set()
+        now = datetime.now(UTC)
+        replier: Addressee | None = None
+        # What is stored here is held until the place is done: the messages answered below wait for
+        # their own reply, and the rest join their author's next answered exchange, not an earlier one.
+        with ExitStack() as held:
+            for message in missed:
+                # A reply the plain sender split goes on without its header, right after its first part.
+                replier = await self.reply_author(message, channel) or self._continued(message, replier)
+                if replier is not None:
+                    answered = await self._store_reply(message, replier, asked, place.channel_id)
+                    if answered is not None:
+                        report.replies += 1
+                        # The user it answered needs no answer from this personality now.
+                        to_answer.pop((replier.id, int(answered.request.user_id)), None)
+                    continue
+                route = await self._answerer.route(message)
+                if route is None:
+                    continue
+                request = self._answerer.request_of(message, route)
+                held.enter_context(self._awaited.holding([request.message_id]))
+                prepared = await self._chat.store_user_message(request)
+                asked[route.personality.id] = prepared
+                stored_here.add(prepared.conversation_id)
+                report.stored += 1
+                key = (route.personality.id, message.author.id)
+                if deserves_answer(message.created_at, now=now, window=self._reply_window):
+                    to_answer[key] = (message, route)
+                else:
+                    to_answer.pop(key, None)
+            for message, route in to_answer.values():
+                await self._answerer.answer(message, route)  # forms and marks its conversation's memories
+                report.answered += 1
+        for conversation_id in stored_here:
+            formed = await self._chat.after_reply(conversation_id)
+            await self._answerer.reaction.add((place.channel_id, i) for i in formed.remembered_message_ids)
+
+    async def reply_author(
+        self, message: discord.Message, channel: discord.abc.Messageable
+    ) -> Addressee | None:
+        """The personality whose reply this message is: posted through our webhook under its name, or
+        by the bot under its name in bold (error notices are not replies)."""
+        names = await self._chat.routing.addressees()
+        if message.webhook_id is not None:
+            sender = self._answerer.senders.webhook
+            if not isinstance(sender, WebhookSender) or not can_use_webhooks(channel):
+                return None
+            target = channel.parent if isinstance(channel, discord.Thread) else channel
+            if message.webhook_id != await sender.known_webhook_id(target):  # type: ignore[arg-type]
+                return None
+            return next((a for a in names if a.display_name[:80] == message.author.name), None)
+        me = self._client.user
+        if me is None or message.author.id != me.id or _HEADER.match(message.content) is None:
+            return None
+        for addressee in names:
+            header = plain_header(addressee.display_name)
+            if message.content.startswith(header):
+                body = message.content.removeprefix(header)
+                return None if body in NOTICES else addressee
+        return None
+
+    def _continued(self, message: discord.Message, previous: Addressee | None) -> Addressee | None:
+        me = self._client.user
+        own = me is not None and message.author.id == me.id and message.webhook_id is None
+        return previous if own and previous is not None else None
+
+    async def _store_reply(
+        self,
+        message: discord.Message,
+        replier: Addressee,
+        asked: dict[int, PreparedReply],
+        channel_id: str,
+    ) -> PreparedReply | None:
+        """Store a reply found in the history as the answer to the message it answers (the last one
+        asked of the personality here); returns that message, None when there is none."""
+        chat = self._chat
+        prepared = asked.get(replier.id)
+        if prepared is None:
+            request = await chat.missed.last_request(personality_id=replier.id, channel_id=channel_id)
+            if request is None:
+                return None
+            prepared = await chat.store_user_message(request)  # stored already: nothing changes
+            asked[replier.id] = prepared
+        text = message.content
+        if message.webhook_id is None:
+            text = text.removeprefix(plain_header(replier.display_name))
+        await chat.record_reply(ChatReply(text, ok=True, prepared=prepared), [(str(message.id), text)])
+        return prepared

@@ -1,0 +1,135 @@
+"""/memory: each user sees and steers their own memories, never anyone else's."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.interactions import Interaction, user_id_of, venue_of
+from bot.memory import texts
+from bot.memory.browse import BrowseCommands, SearchQuery
+from bot.memory.incognito import IncognitoCommands
+from bot.memory.status import StatusCommands, confirm_forget, id_of
+from bot.slash_commands import command
+from memory.errors import InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from bot.client import PersonaeBot
+
+SEARCH_LIMIT = 5
+
+
+def memory_id_of(option: str) -> uuid.UUID:
+    """The `memory` option of /memory forget as a memory id (ids come from /memory search)."""
+    try:
+        return uuid.UUID(option.strip())
+    except ValueError:
+        raise InvalidInputError(
+            f"{option!r} is not a memory id; `/memory search` shows ids, or use 'all'."
+        ) from None
+
+
+class MemoryCog(
+    BrowseCommands,
+    IncognitoCommands,
+    StatusCommands,
+    commands.GroupCog,
+    group_name="memory",
+    group_description="Your long-term memories",
+):
+    """Thin commands over MemoryService, UserSettingsService, IncognitoService and ChatService; every
+    reply is private. Its parts, in the order they are published: status and settings
+    (status.py), incognito (incognito.py), browse (browse.py), then search,
+    forget, export and reset (here)."""
+
+    def __init__(self, bot: PersonaeBot) -> None:
+        self.bot = bot
+        super().__init__()
+
+    @command(
+        "search",
+        "Search your memories",
+        query="What to look for",
+        personality="Only this personality's memories",
+    )
+    async def search(
+        self, interaction: Interaction, query: SearchQuery, personality: str | None = None
+    ) -> None:
+        # Embedding the query can take a moment.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        p = await self._personality(personality)
+        # The user's own search covers every venue; the reply is private.
+        found = await self.runtime.memory.search(
+            user_id=user_id_of(interaction), query=query, personality_id=id_of(p), limit=SEARCH_LIMIT
+        )
+        await interaction.followup.send(texts.search_results(query, found), ephemeral=True)
+
+    @command(
+        "forget",
+        "Delete one of your memories, or all of them",
+        memory="A memory id from /memory search, or 'all'",
+        personality="Only this personality's memories (with 'all')",
+    )
+    async def forget(
+        self, interaction: Interaction, memory: app_commands.Range[str, 1, 64], personality: str | None = None
+    ) -> None:
+        uid = user_id_of(interaction)
+        p = await self._personality(personality)
+        if memory.strip().lower() != "all":
+            ids = [memory_id_of(memory)]
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            if not await self.runtime.memory.forget(user_id=uid, personality_id=id_of(p), memory_ids=ids):
+                raise NotFoundError(f"You have no memory with id {ids[0]}.")
+            await interaction.followup.send("Forgotten. It will not come back in recall.", ephemeral=True)
+            return
+        existing = (await self.runtime.memory.stats(personality_id=id_of(p), user_id=uid)).memories
+        scope = texts.scope_of(p)
+        if not existing:
+            await interaction.response.send_message(f"You have no memories {scope}.", ephemeral=True)
+            return
+        await interaction.response.send_message(
+            f"Delete all {existing} of your memories {scope}? This cannot be undone.",
+            view=confirm_forget(
+                self.runtime.memory, interaction, p, f"Deleted {{count}} memories {scope}.", "Delete"
+            ),
+            ephemeral=True,
+        )
+
+    @command(
+        "export", "Download your memories as a JSONL file", personality="Only this personality's memories"
+    )
+    async def export(self, interaction: Interaction, personality: str | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        p = await self._personality(personality)
+        lines = await self.runtime.user_settings.export_lines(
+            user_id=user_id_of(interaction), personality_id=id_of(p)
+        )
+        if not lines:
+            await interaction.followup.send("You have no memories to export.", ephemeral=True)
+            return
+        file = discord.File(io.BytesIO(("\n".join(lines) + "\n").encode()), filename=texts.export_filename(p))
+        await interaction.followup.send(texts.EXPORT_NOTE, file=file, ephemeral=True)
+
+    @command(
+        "reset",
+        "Clear the conversation summary in this channel",
+        personality="The personality whose conversation here to reset",
+    )
+    async def reset(self, interaction: Interaction, personality: str | None = None) -> None:
+        venue = venue_of(interaction)
+        p = await self._personality(personality)
+        if p is None:
+            bindings = self.runtime.bindings
+            bound = await bindings.bound_personalities([venue.channel_id]) if venue.channel_id else []
+            if len(bound) != 1:
+                raise InvalidInputError("Name the personality whose conversation here should be reset.")
+            p = bound[0]
+        removed = await self.runtime.chat.reset_conversation(
+            personality_id=p.id, guild_id=venue.guild_id, channel_id=venue.channel_id, user_id=venue.user_id
+        )
+        await interaction.response.send_message(texts.conversation_reset(p, removed), ephemeral=True)

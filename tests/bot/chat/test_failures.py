@@ -1,0 +1,111 @@
+"""What goes wrong around a chat turn, on the fake Discord with the real services: Discord refusing the
+typing indicator or the webhook, a database error, a personality deleted while cached, a reply that
+begins in bold."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest.mock import AsyncMock
+
+import pytest
+from sqlalchemy import delete
+from sqlalchemy.exc import OperationalError
+
+from bot.chat.answering import FAILURE_NOTICE
+from models import Personality
+from testkit.fake_discord import CHANNEL, PLAIN_CHANNEL, FakeDiscord
+from testkit.llm_server import LLMTestServer
+from tests.bot.state import rows
+from tests.memory.chat.memories import remembered
+
+ALICE = 201
+
+
+async def test_a_refused_typing_indicator_loses_nothing(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Tomatoes love the sun."
+    fake_discord.fail("POST", f"/channels/{PLAIN_CHANNEL}/typing", 403)
+    said = await fake_discord.say("Lilith, where should the tomatoes go?", channel=PLAIN_CHANNEL)
+    [reply] = fake_discord.sent_by_bot(PLAIN_CHANNEL)
+    assert reply.content == "**Lilith**\nTomatoes love the sun."
+    assert [(m.role, m.content) for m in await rows(runtime)] == [
+        ("user", "Lilith, where should the tomatoes go?"),
+        ("assistant", "Tomatoes love the sun."),
+    ]
+    memories = await remembered(runtime.user_settings, str(ALICE))
+    assert [m["source_message_ids"][0] for m in memories] == [str(said.id)]
+    assert fake_discord.reacted() == {said.id}
+
+
+async def test_a_refused_webhook_answers_as_the_bot(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Still here."
+    fake_discord.fail("POST", f"/channels/{CHANNEL}/webhooks", 403, 50013)
+    await fake_discord.say("Lilith, hello?")
+    [reply] = fake_discord.sent_by_bot(CHANNEL)
+    assert reply.webhook_id is None and reply.content == "**Lilith**\nStill here."
+    assert [m.content for m in await rows(runtime) if m.role == "assistant"] == ["Still here."]
+
+
+async def test_a_webhook_deleted_by_someone_is_made_again(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Hello."
+    await fake_discord.say("Lilith, one")
+    [hook] = fake_discord.webhooks.values()
+    del fake_discord.webhooks[hook.token]  # a moderator deleted it
+    fake_discord.fail("POST", f"/webhooks/{hook.id}/{hook.token}", 404, 10015, "Unknown Webhook")
+    await fake_discord.say("Lilith, two")
+    [new_hook] = fake_discord.webhooks.values()
+    assert new_hook.id != hook.id
+    assert [m.webhook_id for m in fake_discord.sent_by_bot(CHANNEL)] == [new_hook.id]
+
+
+async def test_a_database_error_after_storing_is_a_short_notice(
+    fake_discord: FakeDiscord,
+    runtime: Any,
+    lilith: Personality,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The connection lost right after the message was stored (a fault no test database gives on demand).
+    lost = OperationalError("SELECT messages", {}, ConnectionResetError("connection lost"))
+    monkeypatch.setattr(runtime.chat, "_build_prompt", AsyncMock(side_effect=lost))
+    await fake_discord.say("Lilith, remember the seeds.", channel=PLAIN_CHANNEL)
+    [notice] = fake_discord.sent_by_bot(PLAIN_CHANNEL)
+    assert notice.content == FAILURE_NOTICE
+    assert "Traceback" not in notice.content and "SELECT" not in notice.content
+    # Stored before the failure: the message is in the log, to be answered in memory later.
+    assert [(m.role, m.content) for m in await rows(runtime)] == [("user", "Lilith, remember the seeds.")]
+    assert any(r.levelname == "ERROR" and r.exc_info for r in caplog.records)
+
+
+async def test_a_personality_deleted_while_cached_gets_a_notice(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, caplog: pytest.LogCaptureFixture
+) -> None:
+    await fake_discord.say("Lilith, hello", channel=PLAIN_CHANNEL)
+    assert len(fake_discord.sent_by_bot(PLAIN_CHANNEL)) == 1  # the routing directory holds Lilith's names
+    # Deleted by another process (the command line): this one's routing cache still knows her.
+    async with runtime.sessionmaker.begin() as session:
+        await session.execute(delete(Personality).where(Personality.id == lilith.id))
+    await fake_discord.say("Lilith, are you still there?", channel=PLAIN_CHANNEL)
+    notice = fake_discord.sent_by_bot(PLAIN_CHANNEL)[-1]
+    assert notice.content == FAILURE_NOTICE
+    assert any(r.levelname == "ERROR" for r in caplog.records)
+    # The cache was emptied: the next message addresses nobody and gets no answer.
+    await fake_discord.say("Lilith, hello?", channel=PLAIN_CHANNEL)
+    assert fake_discord.sent_by_bot(PLAIN_CHANNEL)[-1] is notice
+
+
+async def test_a_webhook_reply_that_begins_in_bold_is_stored_whole(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "**Plan:**\nWater the tomatoes"
+    await fake_discord.say("Lilith, what's the plan?")
+    [reply] = fake_discord.sent_by_bot(CHANNEL)
+    assert reply.webhook_id is not None and reply.content == "**Plan:**\nWater the tomatoes"
+    assert [m.content for m in await rows(runtime) if m.role == "assistant"] == [
+        "**Plan:**\nWater the tomatoes"
+    ]

@@ -1,0 +1,197 @@
+"""/personality import and export on the fake Discord: a card attached as a user attaches it, the real
+services behind, and Discord's CDN and application emojis answered as Discord answers them."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from typing import Any
+
+import pytest
+from PIL import Image
+from sqlalchemy import func, select
+
+from memory.owners.cards import MAX_CARD_FILE_BYTES
+from models import Personality
+from testkit.discord_payloads import EPHEMERAL
+from testkit.fake_discord import Attachment, Emoji, FakeDiscord, Invocation
+from tests.memory.owners.cards import (
+    SERAPHINA_V2,
+    SIGNATURE,
+    bomb_chunk,
+    card_png,
+    chunk,
+    encoded,
+    png,
+    text_chunk,
+    v3,
+    with_data,
+)
+
+OWNER = 101
+OTHER = 102
+ICON = "https://img.example/seraphina-icon.png"
+
+
+async def import_card(
+    discord: FakeDiscord,
+    data: bytes,
+    filename: str = "card.png",
+    *,
+    user: int = OWNER,
+    size: int | None = None,
+    **options: Any,
+) -> Invocation:
+    """/personality import with `data` attached, as the Discord client uploads an attachment option."""
+    card = Attachment(filename, data, size)
+    return await discord.command("personality import", user=user, attachments={"card": card}, **options)
+
+
+def refuse_emojis(discord: FakeDiscord) -> None:
+    """The application has all the emojis Discord allows."""
+    discord.fail("POST", r"/applications/\d+/emojis", 400, 30018, "Maximum number of emojis reached (2000)")
+
+
+async def personalities(runtime: Any) -> list[Personality]:
+    async with runtime.sessionmaker() as session:
+        return list((await session.scalars(select(Personality).order_by(Personality.name))).all())
+
+
+def uploaded_picture(emoji: Emoji) -> Image.Image:
+    prefix = "data:image/png;base64,"
+    assert emoji.image.startswith(prefix)
+    data = base64.b64decode(emoji.image[len(prefix) :])
+    assert len(data) <= 256 * 1024
+    return Image.open(io.BytesIO(data))
+
+
+async def test_a_png_card_becomes_a_personality_with_its_picture_as_avatar(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    reply = await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
+    assert reply.reply.ephemeral
+    assert reply.text.startswith("Imported **Seraphina** (`seraphina`) from a V2 card: its prompt is ")
+    assert "Avatar: the card's picture." in reply.text
+    [emoji] = fake_discord.emojis.values()
+    with uploaded_picture(emoji) as picture:
+        assert picture.size == (4, 3)  # small already: kept as it is
+    [p] = await personalities(runtime)
+    assert p.owner_id == str(OWNER)
+    assert (
+        p.avatar_url == f"https://cdn.discordapp.com/emojis/{emoji.id}.png"
+    )  # permanent, unlike the attachment
+    assert p.system_prompt.startswith("Write Seraphina's next reply in a gentle fantasy roleplay.")
+    assert p.card is not None and p.card["first_mes"] == SERAPHINA_V2["data"]["first_mes"]
+
+    info = await fake_discord.command("personality info", user=OWNER, personality="seraphina")
+    assert "Seraphina" in info.text
+
+
+async def test_a_v3_png_with_a_name_and_a_refused_upload_falls_back_to_the_cards_icon(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    refuse_emojis(fake_discord)
+    card = v3(SERAPHINA_V2, assets=[{"type": "icon", "uri": ICON, "name": "main"}])
+    data = png(text_chunk("chara", encoded(SERAPHINA_V2)), text_chunk("ccv3", encoded(card), b"iTXt"))
+    reply = await import_card(fake_discord, data, name="Sera")
+    assert "Imported **Seraphina** (`sera`) from a V3 card" in reply.text
+    assert (
+        "Avatar: the card's avatar URL (Discord refused to store the card's picture (Maximum number"
+        in reply.text
+    )
+    [p] = await personalities(runtime)
+    assert (p.name, p.avatar_url) == ("sera", ICON)
+
+
+async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_said(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    reply = await import_card(fake_discord, json.dumps(SERAPHINA_V2).encode(), "seraphina.json")
+    assert "No avatar; set one with `/personality edit`." in reply.text
+    # Another character: a second Seraphina would read like the first (refused as a look-alike).
+    aurora = encoded(with_data(SERAPHINA_V2, name="Aurora"))
+    broken_picture = SIGNATURE + chunk(b"IHDR", b"\x00" * 13) + text_chunk("chara", aurora)
+    broken_picture += chunk(b"IEND", b"")
+    second = await import_card(fake_discord, broken_picture, name="second")
+    assert "No avatar (the card's picture could not be read)" in second.text
+    assert fake_discord.emojis == {}
+    assert [(p.name, p.avatar_url) for p in await personalities(runtime)] == [
+        ("second", None),
+        ("seraphina", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "size", "message"),
+    [
+        (png(bomb_chunk("chara", b"zTXt")), None, "The PNG's zTXt 'chara' chunk inflates to over 5 MiB"),
+        (card_png(SERAPHINA_V2)[:-30], None, "The PNG is truncated"),
+        (b'{"spec": "chara_card_v2", "data": {"name": 7}}', None, "The card's data.name must be a string."),
+        (b"GIF89a", None, "The card is not valid JSON"),
+        (card_png(SERAPHINA_V2), MAX_CARD_FILE_BYTES + 1, "The card file is over 8 MiB."),
+    ],
+    ids=["zip-bomb", "truncated", "wrong-type", "not-a-card", "too-large"],
+)
+async def test_broken_cards_are_one_ephemeral_line_and_make_nothing(
+    fake_discord: FakeDiscord, runtime: Any, data: bytes, size: int | None, message: str
+) -> None:
+    reply = await import_card(fake_discord, data, size=size)
+    assert reply.reply.ephemeral
+    assert message in reply.text and "\n" not in reply.text
+    assert await personalities(runtime) == []
+    assert fake_discord.emojis == {}
+
+
+async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Any) -> None:
+    await fake_discord.command(
+        "personality create", user=OTHER, name="Seraphina", display_name="Mine", prompt="You are mine."
+    )
+    reply = await import_card(fake_discord, card_png(SERAPHINA_V2), user=OWNER)
+    assert reply.reply.ephemeral
+    assert "A personality named 'seraphina' already exists; pick another name." in reply.text
+    [p] = await personalities(runtime)
+    assert (p.owner_id, p.system_prompt) == (str(OTHER), "You are mine.")
+    assert fake_discord.emojis == {}
+
+
+async def test_export_gives_the_owner_a_card_that_imports_back(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    await import_card(fake_discord, card_png(SERAPHINA_V2))
+    refused = await fake_discord.command("personality export", user=OTHER, personality="seraphina")
+    assert refused.reply.ephemeral and "Only the owner of Seraphina" in refused.text
+    assert refused.reply.attachments == []
+
+    exported = await fake_discord.command("personality export", user=OWNER, personality="seraphina")
+    assert exported.reply.flags & EPHEMERAL
+    [file] = exported.reply.attachments
+    assert file.filename == "seraphina.json"
+    card = json.loads(file.data)
+    assert card["spec"] == "chara_card_v2" and card["avatar"].startswith("https://cdn.discordapp.com/emojis/")
+    assert {k: card["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
+
+    [original] = await personalities(runtime)
+    await runtime.personalities.delete("seraphina", actor=None)  # beside it, a copy would read like it
+    again = await import_card(fake_discord, file.data, "seraphina.json", name="Seraphina Two")
+    assert "Avatar: the card's avatar URL." in again.text
+    [copy] = await personalities(runtime)
+    assert (copy.name, copy.system_prompt, copy.card, copy.avatar_url) == (
+        "seraphina-two",
+        original.system_prompt,
+        original.card,
+        original.avatar_url,
+    )
+    async with runtime.sessionmaker() as session:
+        assert await session.scalar(select(func.count()).select_from(Personality)) == 1
+
+
+async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_picture(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
+    other = fake_discord.emojis[777] = Emoji(777, "not_ours", "")
+    asked = await fake_discord.command("personality delete", user=OWNER, personality="seraphina")
+    await fake_discord.click(asked.reply, "Delete", user=OWNER)
+    assert "Deleted **Seraphina**" in asked.reply.content
+    assert list(fake_discord.emojis.values()) == [other]  # only the card's own emoji goes
