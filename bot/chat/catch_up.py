@@ -91,6 +91,12 @@ class PendingMemories:
             await asyncio.sleep(self._interval)
 
 
+def _nothing_new(channel: discord.abc.Messageable, place: MissedPlace) -> bool:
+    """Whether Discord says the channel's last message is one read already: no history to fetch."""
+    last = getattr(channel, "last_message_id", None)
+    return last is not None and place.after_message_id is not None and last <= place.after_message_id
+
+
 @dataclass
 class MissedReport:
     """What one run found: messages stored, replies stored, messages answered."""
@@ -138,9 +144,9 @@ class MissedMessages:
     async def read_all(self) -> MissedReport:
         """Read every place; one place failing (deleted, no access) does not stop the others."""
         report = MissedReport()
-        for place in await self._chat.missed.places_to_read():
+        for place in await self._chat.missed.places_to_read(self._readable_channels()):
             channel = await self._channel(place.channel_id)
-            if channel is None:
+            if channel is None or _nothing_new(channel, place):
                 continue
             try:
                 await self.read_place(channel, place, report)
@@ -156,6 +162,19 @@ class MissedMessages:
                 report.answered,
             )
         return report
+
+    def _readable_channels(self) -> dict[str, list[str]]:
+        """Guild id -> the text channels and threads of this process's guilds whose history the bot may
+        read: what was said to a personality by name there is read back, bound or not."""
+        readable: dict[str, list[str]] = {}
+        for guild in self._client.guilds:
+            me = guild.me
+            if me is not None:
+                channels: list[discord.TextChannel | discord.Thread] = [*guild.text_channels, *guild.threads]
+                readable[str(guild.id)] = [
+                    str(c.id) for c in channels if c.permissions_for(me).read_message_history
+                ]
+        return readable
 
     async def _channel(self, channel_id: str) -> discord.abc.Messageable | None:
         """The channel when this process serves it: a guild channel of one of its shards' guilds, or a
@@ -193,8 +212,9 @@ class MissedMessages:
         stored_here: set[int] = set()
         now = datetime.now(UTC)
         replier: Addressee | None = None
-        # What is stored here is held until the place is done: the messages answered below wait for
-        # their own reply, and the rest join their author's next answered exchange, not an earlier one.
+        # What is stored here is held while the history is read: a message to be answered waits for its
+        # own reply, not an earlier one. Once read, only the messages answered stay held; the rest are
+        # released before any answer, so an answer takes its author's older lines into its memory.
         with ExitStack() as held:
             for message in missed:
                 # A reply the plain sender split goes on without its header, right after its first part.
@@ -220,6 +240,8 @@ class MissedMessages:
                     to_answer[key] = (message, route)
                 else:
                     to_answer.pop(key, None)
+            held.close()
+            held.enter_context(self._awaited.holding(str(m.id) for m, _ in to_answer.values()))
             for message, route in to_answer.values():
                 await self._answerer.answer(message, route)  # forms and marks its conversation's memories
                 report.answered += 1
