@@ -130,9 +130,15 @@ class CardCommands(PersonaeCog):
         service, uid = self.runtime.personalities, user_id_of(interaction)
         imported = await create_from_card(service, parsed, name=name, owner_id=uid, by_operator=False)
         p, prompt = imported.personality, imported.prompt
-        url, avatar_said = await self._avatar(parsed)
-        if url is not None:
-            p = await service.edit(p.name, actor=uid, avatar_url=url)
+        url: str | None = None
+        try:
+            url, avatar_said = await self._avatar(parsed)
+            if url is not None:
+                p = await service.edit(p.name, actor=uid, avatar_url=url)
+        except Exception:  # a failed import keeps nothing: neither the personality nor its picture
+            await release_card_avatar(self.bot, url)
+            await service.delete(p.name, actor=uid)
+            raise
         examples = (
             f" {prompt.examples_left_out} of its {prompt.examples} example dialogues did not fit in the "
             "prompt and were left out."

@@ -7,7 +7,9 @@ import base64
 import io
 import json
 from typing import Any
+from unittest.mock import AsyncMock
 
+import aiohttp
 import pytest
 from PIL import Image
 from sqlalchemy import func, select
@@ -195,3 +197,20 @@ async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_pictur
     await fake_discord.click(asked.reply, "Delete", user=OWNER)
     assert "Deleted **Seraphina**" in asked.reply.content
     assert list(fake_discord.emojis.values()) == [other]  # only the card's own emoji goes
+
+
+async def test_an_unexpected_failure_while_hosting_the_picture_leaves_nothing_behind(
+    fake_discord: FakeDiscord, runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discord's connection dropped while the picture became an emoji: the import fails whole, no
+    personality, no emoji, and the user reads one line (issue 20, 7)."""
+    dropped = AsyncMock(side_effect=aiohttp.ServerDisconnectedError())
+    monkeypatch.setattr(fake_discord.bot, "create_application_emoji", dropped)
+    reply = await import_card(fake_discord, card_png(SERAPHINA_V2))
+    dropped.assert_awaited_once()
+    assert reply.reply.ephemeral and "\n" not in reply.text and "Traceback" not in reply.text
+    assert await personalities(runtime) == []
+    assert fake_discord.emojis == {}
+    monkeypatch.undo()  # the connection is back: the same card imports
+    again = await import_card(fake_discord, card_png(SERAPHINA_V2))
+    assert "Imported **Seraphina**" in again.text
