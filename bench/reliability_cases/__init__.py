@@ -34,6 +34,7 @@ CASE_MODULES = (
     "round_trips",
     "import_faults",
     "large_imports",
+    "discord_bot",
 )
 
 

@@ -19,6 +19,7 @@ from bench.reliability_cases.lab import LabPool
 AREA_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     # Short timeouts so that stalls are timeouts; one retry, as the settings allow.
     "faults": {"llm_timeout": 1.5, "llm_max_retries": 1},
+    "discord": {"llm_timeout": 1.5, "llm_max_retries": 1},
     # Cases that start and stop processes and servers of their own.
     "crash": {"runtime": False},
     "database": {"runtime": False},
