@@ -80,6 +80,10 @@ How the harder cases are arranged:
   that remembers every exchange. The rates are wall-clock on the shared machine: indicative only.
 - **Round trips**: a user's whole-account export (what `/memory export` sends) is written to a file
   and imported by `personae import` in a subprocess into a fresh database, then compared row for row.
+- **Discord**: the shipped bot (`PersonaeBot` with its extensions) logs in to `testkit.fake_discord`, a
+  real HTTP server and gateway on 127.0.0.1, on the area's runtime; users say things while it is away
+  (in the channels' history, no event), Discord refuses requests as it does (a status and an error
+  body), and what users would see is read back beside the log and the memories.
 """
 
 
