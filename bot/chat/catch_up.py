@@ -5,6 +5,7 @@ and on a timer (`PendingMemories`). Storing is idempotent: a second read stores 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 from contextlib import ExitStack
@@ -127,6 +128,9 @@ class MissedMessages:
         self._reply_window = timedelta(minutes=reply_minutes)
         self._lock = asyncio.Lock()
         self._queued = False
+        # Channel id -> the newest message read there by this process: chatter that named nobody (so
+        # nothing of it was stored) is not read again at every reconnect.
+        self._read_up_to: dict[str, int] = {}
 
     def read_soon(self) -> None:
         """Start a run in the background. READY comes again with every new session: one run waits for
@@ -146,6 +150,9 @@ class MissedMessages:
         report = MissedReport()
         for place in await self._chat.missed.places_to_read(self._readable_channels()):
             channel = await self._channel(place.channel_id)
+            read = self._read_up_to.get(place.channel_id)
+            if read is not None and (place.after_message_id is None or read > place.after_message_id):
+                place = dataclasses.replace(place, after_message_id=read)
             if channel is None or _nothing_new(channel, place):
                 continue
             try:
@@ -248,6 +255,8 @@ class MissedMessages:
         for conversation_id in stored_here:
             formed = await self._chat.after_reply(conversation_id)
             await self._answerer.reaction.add((place.channel_id, i) for i in formed.remembered_message_ids)
+        if found:
+            self._read_up_to[place.channel_id] = max(m.id for m in found)
 
     async def reply_author(
         self, message: discord.Message, channel: discord.abc.Messageable
