@@ -25,14 +25,14 @@ COMPARED = (
 )
 
 
-def transcript(personality: str, exchanges: int) -> list[dict[str, Any]]:
+def transcript(personality: str, exchanges: int, user: str = "A") -> list[dict[str, Any]]:
     """One user's exchanges with a personality, a third in a guild channel, the rest in DMs; the same
     ids whichever the personality, every line breaker in the words."""
     lines = []
     for i in range(exchanges):
         where = {"guild_id": "G", "channel_id": "C"} if i % 3 == 0 else {}
         words = f"{personality} note {i}:{BREAKERS[i % len(BREAKERS)]}the locker code is {1000 + i}"
-        lines.append({"id": f"u{i}", "role": "user", "content": words, "user_id": "A", **where})
+        lines.append({"id": f"u{i}", "role": "user", "content": words, "user_id": user, **where})
         lines.append(
             {
                 "id": f"a{i}",
@@ -126,14 +126,16 @@ async def export_into_another(lab: Lab, scale: Scale) -> Outcome:
     for name in ("rt-from", "rt-to", "rt-other"):
         await rt.personalities.create(name)
     path = lab.workdir / "from.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in transcript("rt-from", 3)), encoding="utf-8")
+    # A user of its own: the area's other case leaves user A's memories of other personalities behind.
+    lines = transcript("rt-from", 3, user="B")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     await run_command(rt, "import", str(path), "--personality", "rt-from")
     await run_command(rt, "import", str(path), "--personality", "rt-other")
     one = lab.workdir / "one.jsonl"
     one.write_text(
         "\n".join(
             await rt.user_settings.export_lines(
-                user_id="A", personality_id=(await rt.personalities.get("rt-from")).id
+                user_id="B", personality_id=(await rt.personalities.get("rt-from")).id
             )
         ),
         encoding="utf-8",
@@ -146,7 +148,7 @@ async def export_into_another(lab: Lab, scale: Scale) -> Outcome:
         )
     )
     both = lab.workdir / "both.jsonl"
-    both.write_text("\n".join(await rt.user_settings.export_lines(user_id="A")), encoding="utf-8")
+    both.write_text("\n".join(await rt.user_settings.export_lines(user_id="B")), encoding="utf-8")
     before = int(await lab.scalar("SELECT count(*) FROM messages"))
     refused = await run_command(rt, "import", str(both), "--personality", "rt-to")
     after = int(await lab.scalar("SELECT count(*) FROM messages"))
