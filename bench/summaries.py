@@ -297,6 +297,8 @@ async def form(
                     select(Memory).where(Memory.personality_id == personality.id)
                 )
                 found[transcript.name] = list(memories.all())
+            # Read out, the personality goes: the next run's of the same display name would read like it.
+            await PersonalityService(db.sessionmaker).delete(personality.name, actor=None)
     finally:
         await index.close()
     return found

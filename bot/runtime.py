@@ -16,8 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.settings import BotSettings
 from memory.owners.bindings import BindingService
+from memory.owners.greetings import Greetings
 from memory.owners.incognito import IncognitoService
 from memory.owners.llm_configs import LLMConfigService
+from memory.owners.lore_editing import LoreService
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
@@ -52,6 +54,8 @@ class Core:
     bindings: BindingService
     incognito: IncognitoService
     personas: PersonaService
+    lore: LoreService
+    greetings: Greetings
 
 
 @dataclass(frozen=True)
@@ -77,22 +81,25 @@ def build_core(
     settings: BotSettings, engine: AsyncEngine, sessionmaker: async_sessionmaker[AsyncSession]
 ) -> Core:
     """The Core on an open database; the deployment's admins, creators and allow-list go in here."""
+    personalities = PersonalityService(
+        sessionmaker,
+        admin_ids=settings.admin_ids,
+        model_allow_list=settings.model_allow_list,
+        creator_ids=settings.personality_creator_ids,
+    )
     return Core(
         settings=settings,
         engine=engine,
         sessionmaker=sessionmaker,
         models=ModelConfigResolver.from_settings(settings),
-        personalities=PersonalityService(
-            sessionmaker,
-            admin_ids=settings.admin_ids,
-            model_allow_list=settings.model_allow_list,
-            creator_ids=settings.personality_creator_ids,
-        ),
+        personalities=personalities,
         llm_configs=LLMConfigService(sessionmaker, admin_ids=settings.admin_ids),
         user_settings=UserSettingsService(sessionmaker),
         bindings=BindingService(sessionmaker),
         incognito=IncognitoService(sessionmaker),
         personas=PersonaService(sessionmaker),
+        lore=LoreService(sessionmaker, personalities),
+        greetings=Greetings(sessionmaker),
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import discord
 
+from bot.chat.greeting import ChannelGreeter
 from bot.chat.regenerate import regenerate_view
 from bot.chat.senders import ReplySenders, send_notice, sent_parts, typing_if_possible
 from bot.reactions import RememberedReaction
@@ -69,11 +70,13 @@ class MessageAnswerer:
         chat: ChatService,
         senders: ReplySenders,
         reaction: RememberedReaction,
+        greeter: ChannelGreeter,
     ) -> None:
         self._client = client
         self._chat = chat
         self.senders = senders
         self.reaction = reaction
+        self.greeter = greeter
 
     def is_ignored(self, message: discord.Message) -> bool:
         """Other bots, webhooks (ours included) and the bot itself never get an answer: no loops."""
@@ -110,6 +113,8 @@ class MessageAnswerer:
         """Answer the message as the personality (one chat turn); a failure is a notice, not silence."""
         delivery = ChannelDelivery(message.channel, self.senders, self.reaction)
         try:
+            if message.guild is None:  # a first DM opens with the character's greeting
+                await self.greeter.greet(message.channel, None, route.personality.id, message.author)
             await self._chat.answer(self.request_of(message, route), delivery)
         except Exception:
             log.exception("Answering message %s as %s failed", message.id, route.personality.name)

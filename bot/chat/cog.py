@@ -17,6 +17,7 @@ from discord.ext import commands
 from bot.chat.answering import FAILURE_NOTICE, MessageAnswerer
 from bot.chat.catch_up import MissedMessages, PendingMemories
 from bot.chat.flood import FloodControl, flood_notice
+from bot.chat.greeting import GREETING_EVENT, ChannelGreeter
 from bot.chat.regenerate import REGENERATE_EVENT, RegenerateButton, answer_again
 from bot.chat.senders import ReplySenders, send_notice
 from bot.reactions import RememberedReaction
@@ -40,7 +41,8 @@ class ChatCog(PersonaeCog):
         self.flood = FloodControl(settings.cooldown_messages, settings.cooldown_seconds)
         self.reaction = RememberedReaction(bot, settings.remembered_reaction)
         self.senders = ReplySenders.for_bot(bot.user)
-        self.answerer = MessageAnswerer(bot, runtime.chat, self.senders, self.reaction)
+        self.greeter = ChannelGreeter(runtime.greetings, self.senders)
+        self.answerer = MessageAnswerer(bot, runtime.chat, self.senders, self.reaction, self.greeter)
         self.pending = PendingMemories(
             runtime.memory, runtime.chat, self.reaction, tasks, interval=settings.catch_up_seconds
         )
@@ -85,6 +87,13 @@ class ChatCog(PersonaeCog):
                 )
             return
         self.tasks.spawn(self.answerer.answer(message, route), name=f"answer-{message.id}")
+
+    @commands.Cog.listener(f"on_{GREETING_EVENT}")
+    async def greet(
+        self, channel: discord.abc.Messageable, guild_id: str | None, personality_id: int, user: discord.User
+    ) -> None:
+        """A personality activated in a channel: its greeting, if the conversation there is new."""
+        await self.greeter.greet(channel, guild_id, personality_id, user)
 
     @commands.Cog.listener(f"on_{REGENERATE_EVENT}")
     async def regenerate(

@@ -1,5 +1,5 @@
 """`personae personality lore NAME list|add|edit|enable|disable`: a personality's lorebook entries,
-through the same service as `/personality lore` (memory.owners.lore.LoreService)."""
+through the same service as `/personality lore` (memory.owners.lore_editing.LoreService)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from bot.cli.output import add_options, print_table
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core
-    from memory.owners.lore import LoreChanges, LoreEntry, LoreService
+    from memory.owners.lore import LoreEntry
+    from memory.owners.lore_editing import LoreChanges
 
 POSITIONS = ("before", "after", "depth")
 LOGICS = ("and-any", "and-all", "not-any", "not-all")
@@ -65,25 +66,16 @@ def _entry_options(parser: argparse.ArgumentParser) -> None:
     add_options(parser, ENTRY_OPTIONS)
 
 
-def _service(core: Core) -> LoreService:
-    from memory.owners.lore import LoreService
-
-    return LoreService(core.sessionmaker, core.personalities)
-
-
 def _changes(args: argparse.Namespace) -> LoreChanges:
-    from memory.owners.lore import Logic, LoreChanges, Position, split_keys
+    from memory.owners.lore_editing import typed_changes
 
-    position = {"before": Position.BEFORE, "after": Position.AFTER, "depth": Position.DEPTH}
-    return LoreChanges(
-        keys=split_keys(args.keys) if args.keys is not None else None,
+    return typed_changes(
+        keys=args.keys,
         content=args.content,
-        secondary_keys=split_keys(args.secondary_keys) if args.secondary_keys is not None else None,
-        logic=Logic[args.logic.upper().replace("-", "_")] if args.logic else None,
+        secondary_keys=args.secondary_keys,
+        logic=args.logic,
         constant=args.constant,
-        position=position[args.position]
-        if args.position
-        else (Position.DEPTH if args.depth is not None else None),
+        position=args.position,
         depth=args.depth,
         order=args.order,
         priority=args.priority,
@@ -93,23 +85,6 @@ def _changes(args: argparse.Namespace) -> LoreChanges:
     )
 
 
-def _where(entry: LoreEntry) -> str:
-    from memory.owners.lore import Position
-
-    return (
-        f"depth {entry.depth}"
-        if entry.position is Position.DEPTH
-        else entry.position.value.removesuffix("_char")
-    )
-
-
-def _described(entry: LoreEntry) -> str:
-    keys = "always" if entry.constant else ", ".join(entry.keys)
-    if entry.selective and entry.secondary_keys:
-        keys += f" ({entry.logic.name.lower().replace('_', ' ')}: {', '.join(entry.secondary_keys)})"
-    return keys
-
-
 def _shown(entry: LoreEntry) -> str:
     """The entry's name and the start of its text, on one line."""
     text = f"{entry.comment}: {entry.content}" if entry.comment else entry.content
@@ -117,13 +92,13 @@ def _shown(entry: LoreEntry) -> str:
 
 
 async def cmd_lore_list(args: argparse.Namespace, core: Core) -> None:
-    book = await _service(core).book(args.name, actor=None)
+    book = await core.lore.book(args.name, actor=None)
     rows = [
         [
             str(e.number),
             "on" if e.enabled else "off",
-            _described(e)[:40],
-            _where(e),
+            e.activation[:40],
+            e.placement,
             f"{e.insertion_order:g}",
             _shown(e),
         ]
@@ -137,15 +112,15 @@ async def cmd_lore_list(args: argparse.Namespace, core: Core) -> None:
 
 
 async def cmd_lore_add(args: argparse.Namespace, core: Core) -> None:
-    entry = await _service(core).add(args.name, _changes(args), actor=None)
-    print(f"Added lore entry {entry.number} ({_described(entry)}, {_where(entry)}).")
+    entry = await core.lore.add(args.name, _changes(args), actor=None)
+    print(f"Added lore entry {entry.number} ({entry.activation}, {entry.placement}).")
 
 
 async def cmd_lore_edit(args: argparse.Namespace, core: Core) -> None:
-    entry = await _service(core).edit(args.name, args.number, _changes(args), actor=None)
-    print(f"Changed lore entry {entry.number} ({_described(entry)}, {_where(entry)}).")
+    entry = await core.lore.edit(args.name, args.number, _changes(args), actor=None)
+    print(f"Changed lore entry {entry.number} ({entry.activation}, {entry.placement}).")
 
 
 async def cmd_lore_switch(args: argparse.Namespace, core: Core) -> None:
-    entry = await _service(core).set_enabled(args.name, args.number, enabled=args.enabled, actor=None)
+    entry = await core.lore.set_enabled(args.name, args.number, enabled=args.enabled, actor=None)
     print(f"Lore entry {entry.number} ({entry.label}) is {'enabled' if entry.enabled else 'disabled'}.")

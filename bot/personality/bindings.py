@@ -1,9 +1,11 @@
-"""Which channels a personality answers every message in: /personality activate and deactivate."""
+"""Which channels a personality answers every message in: /personality activate and deactivate. A
+personality activated where no conversation with it has begun greets the channel (bot.chat.greeting)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.chat.greeting import GREETING_EVENT
 from bot.interactions import Interaction, reply_privately, user_id_of
 from bot.slash_commands import PersonaeCog, command
 from memory.errors import UserFacingError
@@ -44,6 +46,8 @@ class ChannelBindingCommands(PersonaeCog):
             await reply_privately(interaction, f"**{p.display_name}** already answers in this channel.")
             return
         await interaction.response.send_message(f"**{p.display_name}** now answers every message here.")
+        guild_id = str(interaction.guild_id) if interaction.guild_id else None
+        self.bot.dispatch(GREETING_EVENT, interaction.channel, guild_id, p.id, interaction.user)
 
     @command(
         "deactivate",

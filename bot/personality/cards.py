@@ -21,9 +21,10 @@ import discord
 from discord import app_commands
 
 from bot.interactions import Interaction, user_id_of
+from bot.messages import DISCORD_LIMIT
 from bot.slash_commands import PersonaeCog, command
 from memory.errors import InvalidInputError, UserFacingError
-from memory.owners.cards import MAX_CARD_FILE_BYTES, create_from_card, export_card, parse_card
+from memory.owners.cards import MAX_CARD_FILE_BYTES, V3, create_from_card, export_card, export_png, parse_card
 from memory.owners.personality_fields import MAX_NAME_LENGTH
 
 if TYPE_CHECKING:
@@ -58,6 +59,17 @@ def avatar_image(picture: bytes) -> bytes:
             if out.tell() <= MAX_EMOJI_BYTES:
                 return out.getvalue()
     raise ValueError("the picture does not shrink under 256 KiB")
+
+
+async def read_attachment(interaction: Interaction, file: discord.Attachment, what: str) -> bytes:
+    """The file's bytes, refused past a card's size; the answer deferred, as downloading takes time."""
+    if file.size > MAX_CARD_FILE_BYTES:
+        raise InvalidInputError(f"{what} is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    try:
+        return await file.read()
+    except discord.HTTPException as exc:
+        raise UserFacingError(f"Could not download {file.filename} ({exc.status}).") from None
 
 
 async def release_card_avatar(bot: PersonaeBot, avatar_url: str | None) -> None:
@@ -119,17 +131,11 @@ class CardCommands(PersonaeCog):
         card: discord.Attachment,
         name: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
     ) -> None:
-        if card.size > MAX_CARD_FILE_BYTES:
-            raise InvalidInputError(f"The card file is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            data = await card.read()
-        except discord.HTTPException as exc:
-            raise UserFacingError(f"Could not download {card.filename} ({exc.status}).") from None
+        data = await read_attachment(interaction, card, "The card file")
         parsed = await asyncio.to_thread(parse_card, data)  # up to 8 MiB to check: off the event loop
         service, uid = self.runtime.personalities, user_id_of(interaction)
         imported = await create_from_card(service, parsed, name=name, owner_id=uid, by_operator=False)
-        p, prompt = imported.personality, imported.prompt
+        p = imported.personality
         url: str | None = None
         try:
             url, avatar_said = await self._avatar(parsed)
@@ -139,31 +145,43 @@ class CardCommands(PersonaeCog):
             await release_card_avatar(self.bot, url)
             await service.delete(p.name, actor=uid)
             raise
-        examples = (
-            f" {prompt.examples_left_out} of its {prompt.examples} example dialogues did not fit in the "
-            "prompt and were left out."
-            if prompt.examples_left_out
-            else ""
+        # The CLI's lines, aligned as it prints them; a card's own ``` would end the block early.
+        report = "\n".join(imported.report.lines()).replace("```", "'''")
+        said = (
+            f"Imported **{p.display_name}** (`{p.name}`) from a {parsed.version} card: its prompt is "
+            f"{len(p.system_prompt):,} characters.\n```\n{report}\n```\n{avatar_said} Talk to it by name, "
+            "or bind it to a channel with `/personality activate`."
         )
-        await interaction.followup.send(
-            f"Imported **{p.display_name}** (`{p.name}`) from a {parsed.version} card: its prompt "
-            f"is {len(p.system_prompt):,} characters.{examples} {avatar_said} Talk to it by name, or bind "
-            "it to a channel with `/personality activate`.",
-            ephemeral=True,
-        )
+        if len(said) > DISCORD_LIMIT:  # a card with hundreds of fields: the report's end goes
+            said = said.replace(report, report[: len(report) - (len(said) - DISCORD_LIMIT) - 1] + "…")
+        await interaction.followup.send(said, ephemeral=True)
 
     @command(
         "export",
         "Download a personality you own as a character card",
-        personality="The personality to write as a Character Card V2 (JSON)",
+        personality="The personality to export (V3 if it came as V3, else V2)",
+        image="A PNG to put the card in, as SillyTavern does (default: JSON)",
     )
-    async def card_export(self, interaction: Interaction, personality: str) -> None:
+    async def card_export(
+        self, interaction: Interaction, personality: str, image: discord.Attachment | None = None
+    ) -> None:
         service = self.runtime.personalities
         p = await service.get(personality)
         service.require_manager(p, user_id_of(interaction))  # the card holds its prompt
-        text = json.dumps(export_card(p), ensure_ascii=False, indent=2)
-        await interaction.response.send_message(
-            f"**{p.display_name}** as a Character Card V2.",
-            file=discord.File(io.BytesIO(text.encode()), filename=f"{p.name}.json"),
-            ephemeral=True,
-        )
+        card = export_card(p)
+        version = "V3" if card["spec"] == V3 else "V2"
+        if image is None:
+            data, filename = json.dumps(card, ensure_ascii=False, indent=2).encode(), f"{p.name}.json"
+            said = f"**{p.display_name}** as a Character Card {version} (JSON)."
+        else:
+            picture = await read_attachment(interaction, image, "The picture")
+            data, filename = await asyncio.to_thread(export_png, p, picture), f"{p.name}.png"
+            said = (
+                f"**{p.display_name}** as a Character Card {version} in your picture (PNG, with the card "
+                "as V2 and V3 for every reader)."
+            )
+        file = discord.File(io.BytesIO(data), filename=filename)
+        if interaction.response.is_done():
+            await interaction.followup.send(said, file=file, ephemeral=True)
+        else:
+            await interaction.response.send_message(said, file=file, ephemeral=True)

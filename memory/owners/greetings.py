@@ -26,9 +26,12 @@ from models import Message, Personality
 
 @dataclass(frozen=True, slots=True)
 class Greeting:
-    """The greeting stored: what to show, in which conversation, under which message id."""
+    """The greeting stored: what to show, under which name and avatar, in which conversation, under
+    which message id."""
 
     text: str
+    display_name: str
+    avatar_url: str | None
     conversation_id: int
     message_id: str
 
@@ -74,4 +77,10 @@ class Greetings:
             )
             if not await store_messages(session, conversation_id, [greeting]):
                 return None
-        return Greeting(text=text, conversation_id=conversation_id, message_id=message_id)
+        return Greeting(
+            text=text,
+            display_name=personality.display_name,
+            avatar_url=personality.avatar_url,
+            conversation_id=conversation_id,
+            message_id=message_id,
+        )

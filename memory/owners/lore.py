@@ -1,7 +1,8 @@
 """A personality's lorebook: SillyTavern's World Info, a character card's `character_book`.
 
 The book is kept as the card wrote it, in `personalities.card["character_book"]`, so it exports back
-whole; a personality made without a card gets one when its first entry is added (`LoreService`).
+whole; a personality made without a card gets one when its first entry is added (editing it:
+memory.owners.lore_editing).
 `read_lorebook` reads it leniently (a value of the wrong type is the field's default, never an error
 in a reply), and `match_lore` picks the entries a reply's prompt gets, as SillyTavern does:
 
@@ -35,13 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.conversations import storable_text
-from memory.errors import InvalidInputError, NotFoundError
 from memory.owners.card_prompt import DEFAULT_DEPTH, depth_of, fill_chat_macros, role_of
-from memory.owners.personalities import PersonalityService
-from models import Personality
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +107,23 @@ class LoreEntry:
 
     @property
     def label(self) -> str:
-        """How the entry is named in lists and logs: its comment, else its keys."""
-        return self.comment or ", ".join(self.keys) or "(no keys)"
+        """How the entry is named in lists and logs: its comment, else its keys, else its text's start."""
+        return self.comment or ", ".join(self.keys) or " ".join(self.content.split())[:40] or "(empty)"
+
+    @property
+    def activation(self) -> str:
+        """What activates the entry, in a list: "always", or its keys with the secondary ones."""
+        keys = "always" if self.constant else ", ".join(self.keys)
+        if self.selective and self.secondary_keys:
+            keys += f" ({self.logic.name.lower().replace('_', ' ')}: {', '.join(self.secondary_keys)})"
+        return keys
+
+    @property
+    def placement(self) -> str:
+        """Where the entry goes, in a list: "before", "after" or "depth N"."""
+        if self.position is Position.DEPTH:
+            return f"depth {self.depth}"
+        return self.position.value.removesuffix("_char")
 
 
 @dataclass(frozen=True)
@@ -418,181 +429,3 @@ def match_lore(
     for lore in found:
         log.debug("Lore entry %d (%s) is active: %s", lore.entry.number, lore.entry.label, lore.reason)
     return found
-
-
-# ----------------------------------------------------------------------------------- editing
-
-
-@dataclass(frozen=True)
-class LoreChanges:
-    """What an entry added or edited gets; None leaves a field as it is (on a new entry: its default)."""
-
-    keys: Sequence[str] | None = None
-    content: str | None = None
-    secondary_keys: Sequence[str] | None = None
-    logic: Logic | None = None
-    constant: bool | None = None
-    position: Position | None = None
-    depth: int | None = None
-    order: int | None = None
-    priority: int | None = None
-    case_sensitive: bool | None = None
-    use_regex: bool | None = None
-    comment: str | None = None
-
-
-def _new_entry(entries: Sequence[Any]) -> dict[str, Any]:
-    """A blank entry in the card's shape, with the next free id (SillyTavern numbers its entries)."""
-    ids = [e["id"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("id"), int)]
-    return {
-        "id": max(ids, default=len(entries) - 1) + 1,
-        "keys": [],
-        "secondary_keys": [],
-        "content": "",
-        "extensions": {},
-        "enabled": True,
-        "insertion_order": DEFAULT_ORDER,
-        "case_sensitive": False,
-        "use_regex": False,
-        "constant": False,
-        "selective": False,
-        "position": Position.BEFORE.value,
-        "comment": "",
-    }
-
-
-def _checked_keys(keys: Sequence[str], what: str) -> list[str]:
-    cleaned = [storable_text(key.strip()) for key in keys if key.strip()]
-    if len(cleaned) > MAX_KEYS:
-        raise InvalidInputError(f"An entry has at most {MAX_KEYS} {what}; give fewer.")
-    long = next((key for key in cleaned if len(key) > MAX_KEY_CHARS), None)
-    if long is not None:
-        raise InvalidInputError(f"The key {long[:40]!r}... is over {MAX_KEY_CHARS} characters; shorten it.")
-    return cleaned
-
-
-def apply_changes(raw: Mapping[str, Any], changes: LoreChanges) -> dict[str, Any]:
-    """The entry with the changes written in the card's fields (and SillyTavern's extensions)."""
-    entry = dict(raw)
-    extensions = dict(entry["extensions"]) if isinstance(entry.get("extensions"), Mapping) else {}
-    if changes.keys is not None:
-        entry["keys"] = _checked_keys(changes.keys, "keys")
-    if changes.secondary_keys is not None:
-        entry["secondary_keys"] = _checked_keys(changes.secondary_keys, "secondary keys")
-        entry["selective"] = bool(entry["secondary_keys"])
-    if changes.content is not None:
-        if len(changes.content) > MAX_CONTENT_CHARS:
-            raise InvalidInputError(f"The text is over {MAX_CONTENT_CHARS:,} characters; shorten it.")
-        entry["content"] = storable_text(changes.content.strip())
-    if changes.logic is not None:
-        extensions["selectiveLogic"] = int(changes.logic)
-    if changes.position is not None:
-        entry["position"] = (
-            Position.BEFORE.value if changes.position is Position.BEFORE else Position.AFTER.value
-        )
-        extensions["position"] = {Position.BEFORE: 0, Position.AFTER: 1, Position.DEPTH: 4}[changes.position]
-    if changes.depth is not None:
-        extensions["depth"] = depth_of(changes.depth)
-    if changes.comment is not None:
-        entry["comment"] = storable_text(changes.comment.strip())[:MAX_KEY_CHARS]
-    for name, value in (
-        ("constant", changes.constant),
-        ("insertion_order", changes.order),
-        ("priority", changes.priority),
-        ("case_sensitive", changes.case_sensitive),
-        ("use_regex", changes.use_regex),
-    ):
-        if value is not None:
-            entry[name] = value
-    entry["extensions"] = extensions
-    read = read_entry(1, entry)
-    if not read.content:
-        raise InvalidInputError("A lore entry needs its text: what the model is told when it is active.")
-    if not read.keys and not read.constant:
-        raise InvalidInputError("A lore entry needs keys that activate it, unless it is constant.")
-    broken = next(
-        (
-            k
-            for k in (*read.keys, *read.secondary_keys)
-            if is_regex_key(k, read) and key_pattern(k, read) is None
-        ),
-        None,
-    )
-    if broken is not None:
-        raise InvalidInputError(
-            f"The key {broken[:60]!r} is not a valid regular expression (at most {MAX_PATTERN_CHARS} "
-            "characters); fix it, or turn regex off for this entry."
-        )
-    return entry
-
-
-class LoreService:
-    """List, add, edit, enable and disable a personality's lore entries; only its managers may.
-
-    Entries are named by their number in the book (`LoreEntry.number`): entries are never removed
-    (disabled instead), so a number names the same entry for good.
-    """
-
-    def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], personalities: PersonalityService
-    ) -> None:
-        self._sessionmaker = sessionmaker
-        self._personalities = personalities
-
-    async def book(self, name: str, *, actor: str | None) -> Lorebook:
-        """The personality's lorebook (the lore is part of its prompt: its managers only)."""
-        personality = await self._personalities.get(name)
-        self._personalities.require_manager(personality, actor)
-        return read_lorebook(personality.card)
-
-    async def add(self, name: str, changes: LoreChanges, *, actor: str | None) -> LoreEntry:
-        """A new entry at the end of the book (a book is made for a personality without one)."""
-
-        def add_entry(entries: list[Any]) -> int:
-            if len(entries) >= MAX_ENTRIES:
-                raise InvalidInputError(f"A lorebook holds at most {MAX_ENTRIES} entries; edit one instead.")
-            entries.append(apply_changes(_new_entry(entries), changes))
-            return len(entries)
-
-        return await self._change(name, actor, add_entry)
-
-    async def edit(self, name: str, number: int, changes: LoreChanges, *, actor: str | None) -> LoreEntry:
-        """Change what `changes` gives of entry `number`."""
-        if changes == LoreChanges():
-            raise InvalidInputError("Nothing to change: give at least one field to edit.")
-
-        def edit_entry(entries: list[Any]) -> int:
-            entries[number - 1] = apply_changes(_entry(entries, number), changes)
-            return number
-
-        return await self._change(name, actor, edit_entry)
-
-    async def set_enabled(self, name: str, number: int, *, enabled: bool, actor: str | None) -> LoreEntry:
-        """Enable or disable entry `number`: a disabled entry never reaches the prompt."""
-
-        def switch(entries: list[Any]) -> int:
-            entries[number - 1] = {**_entry(entries, number), "enabled": enabled}
-            return number
-
-        return await self._change(name, actor, switch)
-
-    async def _change(self, name: str, actor: str | None, change: Callable[[list[Any]], int]) -> LoreEntry:
-        personality = await self._personalities.get(name)
-        self._personalities.require_manager(personality, actor)
-        async with self._sessionmaker.begin() as session:
-            row = await session.get(Personality, personality.id, with_for_update=True)
-            if row is None:
-                raise NotFoundError(f"No personality named {name!r}.")
-            card = dict(row.card or {})
-            held = card.get("character_book")
-            book = dict(held) if isinstance(held, Mapping) else {"extensions": {}, "entries": []}
-            entries = list(book["entries"]) if isinstance(book.get("entries"), list) else []
-            number = change(entries)
-            row.card = {**card, "character_book": {**book, "entries": entries}}
-        return read_entry(number, entries[number - 1])
-
-
-def _entry(entries: Sequence[Any], number: int) -> Mapping[str, Any]:
-    if not 1 <= number <= len(entries) or not isinstance(entries[number - 1], Mapping):
-        raise NotFoundError(f"There is no lore entry {number}; the lore list shows the entries' numbers.")
-    return entries[number - 1]  # type: ignore[no-any-return]

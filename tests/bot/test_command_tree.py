@@ -30,6 +30,7 @@ ORDER = {
         "resummarize",
         "activate",
         "deactivate",
+        "lore",
     ],
 }
 EXPECTED = {group: set(names) for group, names in ORDER.items()}

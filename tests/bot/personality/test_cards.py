@@ -14,7 +14,8 @@ import pytest
 from PIL import Image
 from sqlalchemy import func, select
 
-from memory.owners.cards import MAX_CARD_FILE_BYTES
+from memory.owners.card_prompt import compose_prompt
+from memory.owners.cards import MAX_CARD_FILE_BYTES, card_report, parse_card
 from models import Personality
 from testkit.discord_payloads import EPHEMERAL
 from testkit.fake_discord import Attachment, Emoji, FakeDiscord, Invocation
@@ -197,6 +198,69 @@ async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_pictur
     await fake_discord.click(asked.reply, "Delete", user=OWNER)
     assert "Deleted **Seraphina**" in asked.reply.content
     assert list(fake_discord.emojis.values()) == [other]  # only the card's own emoji goes
+
+
+async def test_import_reports_what_the_card_brings_as_the_cli_does(fake_discord: FakeDiscord) -> None:
+    card = v3(
+        SERAPHINA_V2,
+        assets=[{"type": "emotion", "uri": "embeded://assets/happy.png", "name": "happy"}],
+        source=["https://cards.example/seraphina"],
+        creation_date=1700000000,
+        nickname="Sera```",
+    )
+    parsed = parse_card(json.dumps(card).encode())
+    lines = card_report(parsed, compose_prompt(parsed.fields, "Seraphina")).lines()
+    assert any(line.startswith("not kept: asset emotion/happy") for line in lines)
+    reply = await import_card(fake_discord, json.dumps(card).encode(), "seraphina.json")
+    # The CLI's lines, aligned as it prints them, in a block the card's own ``` cannot end early.
+    assert "```\n" + "\n".join(lines).replace("```", "'''") + "\n```" in reply.text
+    assert reply.text.count("```") == 2
+    assert len(reply.text) <= 2000
+
+
+async def test_a_v3_card_exports_as_v3_in_json_or_in_a_png_and_imports_back_equal(
+    fake_discord: FakeDiscord, runtime: Any
+) -> None:
+    card = v3(
+        SERAPHINA_V2,
+        nickname="Sera",
+        assets=[{"type": "icon", "uri": ICON, "name": "main"}],
+        source=["https://cards.example/seraphina"],
+        creation_date=1700000000,
+        modification_date=1700000100,
+        creator_notes_multilingual={"fr": "Une gardienne."},
+        group_only_greetings=[],  # required by V3: a card without it gets it on export
+    )
+    await import_card(fake_discord, json.dumps(card).encode(), "seraphina.json")
+    as_json = await fake_discord.command("personality export", user=OWNER, personality="seraphina")
+    assert as_json.text == "**Seraphina** as a Character Card V3 (JSON)."
+    [file] = as_json.reply.attachments
+    exported = json.loads(file.data)
+    assert exported["spec"] == "chara_card_v3"
+    assert {k: exported["data"][k] for k in card["data"]} == card["data"]
+
+    not_png = await fake_discord.command(
+        "personality export",
+        user=OWNER,
+        personality="seraphina",
+        attachments={"image": Attachment("portrait.jpg", b"\xff\xd8\xff\xe0 not a png")},
+    )
+    assert not_png.text.startswith("The picture is not a PNG the card can go in") and "\n" not in not_png.text
+    as_png = await fake_discord.command(
+        "personality export",
+        user=OWNER,
+        personality="seraphina",
+        attachments={"image": Attachment("portrait.png", png())},
+    )
+    assert as_png.text.startswith("**Seraphina** as a Character Card V3 in your picture (PNG")
+    [picture] = as_png.reply.attachments
+    assert picture.filename == "seraphina.png" and b"ccv3" in picture.data and b"chara" in picture.data
+
+    [original] = await personalities(runtime)
+    await runtime.personalities.delete("seraphina", actor=None)
+    await import_card(fake_discord, picture.data, "seraphina.png")
+    [copy] = await personalities(runtime)
+    assert (copy.name, copy.system_prompt, copy.card) == ("seraphina", original.system_prompt, original.card)
 
 
 async def test_an_unexpected_failure_while_hosting_the_picture_leaves_nothing_behind(

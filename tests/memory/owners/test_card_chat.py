@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from memory.owners.cards import create_from_card, parse_card
-from memory.owners.lore import LoreChanges, LoreService, Position
+from memory.owners.lore import Position
+from memory.owners.lore_editing import LoreChanges
 from models import Personality
 from testkit.llm_server import LLMTestServer
 from tests.memory.chat.turns import answer, chat_requests, request
@@ -99,7 +100,7 @@ async def test_what_was_inserted_and_why_is_logged_at_debug(
 async def test_the_lore_budget_keeps_the_preferred_entries(
     runtime: Any, llm_server: LLMTestServer, seraphina: Personality, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lore = LoreService(runtime.sessionmaker, runtime.personalities)
+    lore = runtime.lore
     long = "The archive holds scrolls of every age. " * 40
     await lore.add(seraphina.name, LoreChanges(keys=["archive"], content="LOW " + long, order=1), actor=None)
     await lore.add(
@@ -114,7 +115,7 @@ async def test_the_lore_budget_keeps_the_preferred_entries(
 async def test_a_regex_key_that_backtracks_forever_does_not_hold_up_the_reply(
     runtime: Any, llm_server: LLMTestServer, seraphina: Personality
 ) -> None:
-    lore = LoreService(runtime.sessionmaker, runtime.personalities)
+    lore = runtime.lore
     await lore.add(
         seraphina.name, LoreChanges(keys=[r"(x+x+)+y"], content="Never.", use_regex=True), actor=None
     )
@@ -126,7 +127,7 @@ async def test_lore_added_to_a_personality_without_a_card_reaches_its_prompt(
     runtime: Any, llm_server: LLMTestServer
 ) -> None:
     plain, _ = await runtime.personalities.create("Plain", prompt="You are Plain.")
-    lore = LoreService(runtime.sessionmaker, runtime.personalities)
+    lore = runtime.lore
     await lore.add(
         "plain",
         LoreChanges(keys=["porto"], content="{{user}} once lived in Porto.", position=Position.AFTER),

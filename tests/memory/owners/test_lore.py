@@ -11,15 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from memory.owners.cards import create_from_card, export_card, parse_card
-from memory.owners.lore import (
-    Logic,
-    LoreChanges,
-    LoreService,
-    Position,
-    match_lore,
-    read_lorebook,
-    split_keys,
-)
+from memory.owners.lore import Logic, Position, match_lore, read_lorebook, split_keys
+from memory.owners.lore_editing import LoreChanges, LoreService
 from memory.owners.personalities import PersonalityService
 from tests.memory.owners.cards import ELDORIA_BOOK, SERAPHINA_V2, with_data
 
