@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -30,8 +30,10 @@ from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Addressee, Route, RoutingDirectory
 from memory.chat.turns import (
+    CUT_REPLY,
     MISCONFIGURED_REPLY,
     NO_CHAT_MODEL,
+    REPLY_CUT_NOTE,
     UNAVAILABLE_REPLY,
     ChatModelMissingError,
     ChatReply,
@@ -39,6 +41,7 @@ from memory.chat.turns import (
     ChatTurn,
     PreparedReply,
     ReplyDelivery,
+    cap_reply,
     clean_reply,
     count_with,
     reply_messages,
@@ -65,8 +68,10 @@ if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
     from memory.service import MemoryService
 
 __all__ = [
+    "CUT_REPLY",
     "MISCONFIGURED_REPLY",
     "NO_CHAT_MODEL",
+    "REPLY_CUT_NOTE",
     "UNAVAILABLE_REPLY",
     "Addressee",
     "AfterReplyReport",
@@ -112,6 +117,7 @@ class ChatService:
         lore_context_share: float = 0.15,
         lore_scan_depth: int = 2,
         recall_limit: int = 5,
+        reply_max_chars: int = 6000,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._llm = llm
@@ -125,6 +131,7 @@ class ChatService:
         self.lore_context_share = lore_context_share
         self.lore_scan_depth = lore_scan_depth  # messages a lorebook's keys are looked for in, by default
         self.recall_limit = recall_limit
+        self.reply_max_chars = reply_max_chars  # what one reply may post, whatever the model sends
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
         # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
         self._awaited = awaited
@@ -312,7 +319,7 @@ class ChatService:
 
     # ------------------------------------------------------------------------ the reply
 
-    async def _stream(self, prepared: PreparedReply) -> AsyncIterator[str]:
+    async def _stream(self, prepared: PreparedReply) -> AsyncGenerator[str, None]:
         """The reply text in pieces as the model writes it; raises ChatModelMissingError."""
         if prepared.cfg is None or prepared.context is None:
             raise ChatModelMissingError(NO_CHAT_MODEL)
@@ -324,17 +331,24 @@ class ChatService:
         if prepared.cfg is None:
             return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
         pieces: list[str] = []
+        size = 0
         try:
-            async for piece in self._stream(prepared):
-                pieces.append(piece)
-                on_text(piece)
+            async with aclosing(self._stream(prepared)) as stream:
+                async for piece in stream:
+                    pieces.append(piece)
+                    on_text(piece)
+                    size += len(piece)
+                    if size > self.reply_max_chars:
+                        break  # a model ignoring max_tokens: the rest would be cut anyway
         except LLMUnavailableError as exc:
             log.warning("Chat model failed for %s: %s", prepared.personality.name, exc)
-            return ChatReply(UNAVAILABLE_REPLY, ok=False, prepared=prepared, error=str(exc))
+            # Cut partway (a deadline, a dropped stream): a half answer is not posted as a whole one.
+            notice = CUT_REPLY if pieces else UNAVAILABLE_REPLY
+            return ChatReply(notice, ok=False, prepared=prepared, error=str(exc))
         except LLMConfigError as exc:
             log.error("Chat model misconfigured for %s: %s", prepared.personality.name, exc)
             return ChatReply(MISCONFIGURED_REPLY, ok=False, prepared=prepared, error=str(exc))
-        text = clean_reply("".join(pieces))
+        text = cap_reply(clean_reply("".join(pieces)), self.reply_max_chars)
         if not text:
             return ChatReply(UNAVAILABLE_REPLY, ok=False, prepared=prepared, error="empty reply")
         return ChatReply(text, ok=True, prepared=prepared)

@@ -30,6 +30,10 @@ UNAVAILABLE_REPLY = "(I can't answer right now: my language model is unavailable
 MISCONFIGURED_REPLY = (
     "(I can't answer: my language model is misconfigured. An admin has been told in the logs.)"
 )
+# The model's stream stopped partway (its idle or total deadline): the partial answer is not posted.
+CUT_REPLY = "(My answer was cut off: my language model stopped partway through. Please ask again.)"
+# Ends a reply cut at the deployment's REPLY_MAX_CHARS (a model that ignores max_tokens).
+REPLY_CUT_NOTE = "\n\n(Reply cut at {limit:,} characters.)"
 
 
 class ChatModelMissingError(InvalidInputError):
@@ -118,6 +122,18 @@ def count_with(cfg: ModelConfig | None, messages: list[dict[str, Any]]) -> int:
 def clean_reply(text: str) -> str:
     """Model output without chat-template tokens that could start a fake turn."""
     return strip_chat_template_tokens(text).strip()
+
+
+def cap_reply(text: str, limit: int) -> str:
+    """The reply within `limit` characters: whole, or cut at a word with a note that says it was cut."""
+    if len(text) <= limit:
+        return text
+    note = REPLY_CUT_NOTE.format(limit=limit)
+    head = text[: max(0, limit - len(note))]
+    space = head.rfind(" ")
+    if space > len(head) // 2:  # at a word, unless that throws most of it away
+        head = head[:space]
+    return head.rstrip() + note
 
 
 def reply_messages(

@@ -287,9 +287,11 @@ def _unwrap_quotes(text: str) -> str:
 
 
 def clean_summary_output(text: str) -> str:
-    """Strip template tokens, reasoning, lead-ins like "Summary:", wrapping quotes and lone surrogates
-    from an LLM answer."""
-    text = _drop_reasoning(strip_chat_template_tokens(_LONE_SURROGATE_RE.sub("", text))).strip()
+    """Strip template tokens, reasoning, lead-ins like "Summary:", wrapping quotes, lone surrogates
+    and NULs from an LLM answer (either would stop the memory at its embedding or its row, every pass)."""
+    text = _drop_reasoning(
+        strip_chat_template_tokens(_LONE_SURROGATE_RE.sub("", text.replace("\x00", "")))
+    ).strip()
     for _ in range(8):  # "Sure! Here is the summary:\n\nSummary: ..." needs several rounds
         before = text
         text = _unwrap_quotes(_LEAD_IN_RE.sub("", text, count=1).strip())

@@ -25,6 +25,7 @@ from sqlalchemy import BindParameter, ScalarSelect, and_, any_, bindparam, func,
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.conversations import storable_text
 from memory.recall.index import Candidates
 from memory.recall.query import dense_query, names_of
 from memory.recall.question import read_question
@@ -176,7 +177,8 @@ async def recall(
     exchanges just before and after them as context while the words fit (`with_context`). The query is
     searched as given (MemoryService.recall removes a user's chat-template tokens first).
     """
-    query = query.strip()
+    # Bytes that were not UTF-8 reach Python as lone surrogates, which no tokenizer takes.
+    query = storable_text(query).strip()
     if not query or limit <= 0:
         return []
     index = await store.ready()
