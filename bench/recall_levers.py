@@ -58,6 +58,8 @@ LEVERS: dict[str, tuple[Any, str, Any]] = {
     "floor": (search, "RELEVANCE_FLOOR", float("-inf")),
     "own-lines": (question, "OWN_LINES_SHARE", 0.0),
     "context-of-three": (search, "CONTEXT_HITS", 1),
+    "head": (search, "HEAD_BONUS", 0.0),
+    "about-user-dense": (search, "ABOUT_USER_DENSE_WEIGHT", search.DENSE_WEIGHT),
 }
 
 

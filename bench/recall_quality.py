@@ -163,9 +163,10 @@ async def run(sets: Sequence[str], modes: Sequence[MemoryMode], runs: int, locom
     embedder: Embedder = LocalEmbedder()
     await embedder.embed(["warm up"])
     print(f"summarizer: {cfg.model if cfg else 'extractive (offline fallback)'}; limit {LIMIT}")
-    async with bench_database("recall-quality") as db:
-        personalities = PersonalityService(db.sessionmaker)
-        for mode in modes:
+    for mode in modes:
+        # A database per mode: a personality's name must read apart from every other's in one.
+        async with bench_database(f"recall-quality-{mode.value}") as db:
+            personalities = PersonalityService(db.sessionmaker)
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
             runtime = eval_services(db, index, embedder, cfg)
             service, importer = runtime.memory, runtime.importer

@@ -3,10 +3,12 @@ piece), unrelated questions (nothing at all), through the product's import and r
 
 Chats, each imported as `personae import` does into a personality of its own per memory mode:
 bench/data/eval_conversations.jsonl (three users with one personality), examples/lilith.jsonl and
-examples/sage.jsonl (two users each), and bench/data/seraphina_sillytavern.jsonl (a SillyTavern
+examples/sage.jsonl (two users each), bench/data/seraphina_sillytavern.jsonl (a SillyTavern
 roleplay, read by the product's SillyTavern reader, imported for user `kael`; its answers are named
-`st#N`, the Nth message). Questions: bench/data/eval_questions.jsonl (direct, over the eval chat) and
-bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones asked of every user).
+`st#N`, the Nth message), and bench/data/brannoc_roleplay.jsonl (a tavern roleplay with *actions*,
+written after the levers were chosen: held out). Questions: bench/data/eval_questions.jsonl (direct,
+over the eval chat) and bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones
+asked of every user).
 
 Scores, every question asked through `MemoryService.recall` with limit 10:
 - direct: the rank of the first memory whose own messages hold an answer (its context not counted);
@@ -58,6 +60,8 @@ CHATS = (
     Chat("lilith", ROOT / "examples" / "lilith.jsonl", "Lilith"),
     Chat("sage", ROOT / "examples" / "sage.jsonl", "Sage"),
     Chat("seraphina", DATA / "seraphina_sillytavern.jsonl", "Seraphina", sillytavern_user="kael"),
+    # Written after the levers of issue 22 were chosen, to check them on a chat they were not tuned on.
+    Chat("brannoc", DATA / "brannoc_roleplay.jsonl", "Brannoc"),
 )
 
 
@@ -102,6 +106,7 @@ class Scores:
     unrelated_empty: list[bool] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
+    chat_ranks: dict[str, list[int | None]] = field(default_factory=dict)  # direct ranks by chat
 
     def share_direct(self, within: int) -> float:
         return sum(r is not None and r <= within for r in self.direct_ranks) / len(self.direct_ranks)
@@ -163,9 +168,13 @@ async def score_mode(
             if q.kind == "direct":
                 rank = direct_rank(answers, recalled)
                 scores.direct_ranks.append(rank)
+                scores.chat_ranks.setdefault(chat.name, []).append(rank)
                 if rank != 1:
                     top = _brief(recalled[0]) if recalled else "nothing"
-                    scores.misses.append(f"direct {chat.name}/{q.user} {q.query!r}: rank {rank}; first {top}")
+                    answer = f"; answer {_brief(recalled[rank - 1])}" if rank else ""
+                    scores.misses.append(
+                        f"direct {chat.name}/{q.user} {q.query!r}: rank {rank}; first {top}{answer}"
+                    )
             else:
                 share = gathered(answers, recalled)
                 scores.gathering.append(share)
@@ -200,9 +209,10 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
         f"{'mode':<11} {'direct rank 1':>13} {'top 5':>6} {'gathering r@10':>15} "
         f"{'unrelated empty':>16} {'related non-empty':>18} {'words':>6}"
     )
-    async with bench_database("recall-questions") as db:
-        personalities = PersonalityService(db.sessionmaker)
-        for mode in modes:
+    for mode in modes:
+        # A database per mode: a personality's name must read apart from every other's in one.
+        async with bench_database(f"recall-questions-{mode.value}") as db:
+            personalities = PersonalityService(db.sessionmaker)
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
             try:
                 services = eval_services(db, index, embedder, cfg)
@@ -218,6 +228,11 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
                 f"{100 * statistics.fmean(scores.unrelated_empty):>15.1f}% {100 * related:>17.1f}% "
                 f"{statistics.fmean(scores.words):>6.0f}"
             )
+            by_chat = (
+                f"{name} {100 * sum(r == 1 for r in ranks) / len(ranks):.0f}% of {len(ranks)}"
+                for name, ranks in scores.chat_ranks.items()
+            )
+            print(f"{'':<11} direct rank 1 by chat: {', '.join(by_chat)}")
             if show_misses:
                 print("\n".join(f"   {miss}" for miss in scores.misses))
 

@@ -1,13 +1,21 @@
 """Conversations and the message log: stored first, idempotently, before anything acts on them, each
 reply linked to the user message it answers, text made storable on the way in, and what a user said
 while incognito marked so it never becomes a memory; and the one reset of a conversation (its rolling
-summary and title; the log and long-term memories stay)."""
+summary and title; the log and long-term memories stay), and a new conversation in a venue.
+
+A message is known by its id within its conversation. An id the log already holds is that message
+again only if it is one: the same author and role (and, for ids that are only a file's, the same words
+answering the same message); anything else is refused (`MessageIdCollision`), never stored as, or
+linked to, the other one.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -27,6 +35,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from memory.errors import InvalidInputError
 from memory.types import MessageRole
 from models import Conversation, IncognitoSession, Message, Summary
 
@@ -48,10 +57,15 @@ class Venue:
 
     @property
     def key(self) -> str:
-        # DMs (and transcripts with no channel) are per user; a guild channel is shared by its users.
-        if self.is_dm or self.channel_id is None:
+        """The conversation's key: a DM, and a guild line that names no channel, are the user's own; a
+        guild channel is shared by its users. The guild is part of every guild key: a DM and a guild
+        never share a conversation (its guild is copied into every memory formed there), nor do two
+        guilds whose transcripts reuse a channel id."""
+        if self.is_dm:
             return f"dm:{self.user_id}"
-        return f"ch:{self.channel_id}"
+        if self.channel_id is None:
+            return f"g:{self.guild_id}:u:{self.user_id}"
+        return f"ch:{self.guild_id}:{self.channel_id}"
 
 
 async def ensure_conversation(session: AsyncSession, personality_id: int, venue: Venue) -> int:
@@ -116,6 +130,16 @@ class LoggedMessage:
         )
 
 
+class MessageIdCollision(InvalidInputError):
+    """A message came in under an id the conversation's log holds for another message."""
+
+    def __init__(self, external_id: str, index: int, reason: str) -> None:
+        super().__init__(f"message id {external_id!r} is already in the log, for another message ({reason})")
+        self.external_id = external_id
+        self.index = index  # the incoming message's place in what was being stored
+        self.reason = reason
+
+
 def storable_text(text: str) -> str:
     """The text as PostgreSQL can store it: NUL bytes removed, unpaired surrogates made U+FFFD.
 
@@ -131,9 +155,14 @@ def storable_text(text: str) -> str:
 
 
 async def store_messages(
-    session: AsyncSession, conversation_id: int, messages: Sequence[LoggedMessage]
+    session: AsyncSession, conversation_id: int, messages: Sequence[LoggedMessage], *, exact: bool = False
 ) -> int:
     """Insert messages not yet in the log (by external id), oldest first; return how many were new.
+
+    A message whose id is stored already must be that message: the same author and role, and with
+    `exact` (ids that are only a file's, as an import's) the same text and, for a reply, the same
+    message answered; else MessageIdCollision names it, and the caller's transaction must not commit.
+    Without `exact` (Discord's ids, which name one message for good) the text may differ: an edit.
 
     Each new reply is linked to the user message it answers: the one its `reply_to` names, else the
     nearest user message before it (in `messages`, then in the stored log). A reply that answers no
@@ -159,19 +188,74 @@ async def store_messages(
         }
         for m in messages
     ]
-    new: dict[str, int] = {}
-    # asyncpg caps a statement at 32767 parameters: insert in slices.
-    for start in range(0, len(rows), 2000):
-        statement = (
-            insert(Message)
-            .values(rows[start : start + 2000])
-            .on_conflict_do_nothing(index_elements=["conversation_id", "external_id"])
-            .returning(Message.external_id, Message.id)
-        )
-        new.update({external_id: row_id for external_id, row_id in await session.execute(statement)})
+    # One statement, its rows as parameters (sent as multi-row VALUES by insertmanyvalues, in slices
+    # under asyncpg's cap on parameters): built with `.values(rows)`, each batch was compiled anew.
+    connection = await session.connection()
+    inserted = await connection.execute(_insert_statement(), rows)
+    new: dict[str, int] = {external_id: row_id for external_id, row_id in inserted}
     await _link_replies(session, conversation_id, messages, new)
+    await _refuse_collisions(session, conversation_id, messages, new, exact=exact)
     await _mark_excluded(session, conversation_id, messages, new)
     return len(new)
+
+
+@functools.cache
+def _insert_statement() -> Any:  # an Insert, typed loosely as SQLAlchemy's generics are
+    """`store_messages`'s statement, built once: new messages' (external id, row id); stored ones skipped."""
+    return (
+        insert(Message)
+        .on_conflict_do_nothing(index_elements=["conversation_id", "external_id"])
+        .returning(Message.external_id, Message.id)
+    )
+
+
+async def _refuse_collisions(
+    session: AsyncSession,
+    conversation_id: int,
+    messages: Sequence[LoggedMessage],
+    new: dict[str, int],
+    *,
+    exact: bool,
+) -> None:
+    """Raise MessageIdCollision for the first message that was not inserted (its id was stored, before
+    or earlier in `messages`) and is not the stored message (see store_messages)."""
+    inserted: set[str] = set()
+    again: list[tuple[int, LoggedMessage]] = []
+    for index, message in enumerate(messages):
+        if message.external_id in new and message.external_id not in inserted:
+            inserted.add(message.external_id)
+        else:
+            again.append((index, message))
+    if not again:
+        return
+    answered = aliased(Message)
+    stored: dict[str, tuple[str, str, str, str | None]] = {}
+    names = sorted({m.external_id for _, m in again})
+    for start in range(0, len(names), 5000):
+        rows = await session.execute(
+            select(
+                Message.external_id, Message.author_id, Message.role, Message.content, answered.external_id
+            )
+            .outerjoin(answered, answered.id == Message.reply_to_id)
+            .where(
+                Message.conversation_id == conversation_id,
+                Message.external_id.in_(names[start : start + 5000]),
+            )
+        )
+        stored.update({row[0]: (row[1], row[2], row[3], row[4]) for row in rows})
+    for index, message in again:
+        author_id, role, content, answers = stored[message.external_id]
+        if role != message.role.value:
+            reason = f"a {'reply' if role == MessageRole.ASSISTANT.value else 'user message'} there"
+        elif author_id != message.author_id:
+            reason = "said by someone else"
+        elif exact and content != storable_text(message.content):
+            reason = "with other words"
+        elif exact and None not in (answers, message.reply_to) and answers != message.reply_to:
+            reason = f"answering {answers!r}"
+        else:
+            continue
+        raise MessageIdCollision(message.external_id, index, reason)
 
 
 def incognito_span_covers(at: SQLColumnExpression[datetime] | datetime) -> ColumnElement[bool]:
@@ -234,8 +318,13 @@ async def _link_replies(
             answers[new[message.external_id]] = message.reply_to or last_user
     if not answers:
         return
-    named = sorted({external_id for external_id in answers.values() if external_id is not None})
-    user_ids: dict[str, int] = {}
+    # The messages answered are mostly among those just stored; the log is asked only for the others.
+    user_ids = {
+        m.external_id: new[m.external_id]
+        for m in messages
+        if m.role is MessageRole.USER and m.external_id in new
+    }
+    named = sorted({i for i in answers.values() if i is not None and i not in user_ids})
     for start in range(0, len(named), 5000):
         found = await session.execute(
             select(Message.external_id, Message.id).where(
@@ -261,6 +350,8 @@ async def _link_replies(
         if answered is not None:
             links.append({"id": reply_id, "reply_to_id": answered})
     if links:
+        # By primary key, row by row (one statement, executemany): a join with the batch would be
+        # planned with the statistics of the log before this transaction, a scan of it as it grows.
         await session.execute(update(Message), links)
 
 
@@ -293,6 +384,18 @@ async def reset_conversation(session: AsyncSession, personality_id: int, venue: 
         .values(title=None)
     )
     return removed
+
+
+async def set_conversation_aside(session: AsyncSession, personality_id: int, venue: Venue) -> int | None:
+    """Keep the conversation in this venue under a key of its own, so that the next message here opens a
+    new one; its log, summary, memories and pending formation stay with it. Returns its id, or None
+    when there is none here."""
+    conversation = await find_conversation(session, personality_id, venue)
+    if conversation is None:
+        return None
+    # Memory ids of exchanges already formed are stored; those formed later take the new key.
+    conversation.venue_key = f"{venue.key}#{conversation.id}"
+    return conversation.id
 
 
 async def conversation_title(session: AsyncSession, personality_id: int, venue: Venue) -> str | None:

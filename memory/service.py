@@ -22,10 +22,12 @@ from memory.formation.forming import FormationReport, MemoryFormation
 from memory.formation.importer import (
     SkippedLine,
     TranscriptLine,
+    open_transcript,
     parse_transcript,
     parse_transcript_lines,
     read_transcript,
     read_transcript_text,
+    transcript_file_lines,
 )
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies
@@ -70,12 +72,14 @@ __all__ = [
     "UsedMemory",
     "Venue",
     "fallback_line",
+    "open_transcript",
     "parse_sillytavern",
     "parse_transcript",
     "parse_transcript_lines",
     "read_transcript",
     "read_transcript_text",
     "run_worker",
+    "transcript_file_lines",
 ]
 
 # The most matches a search in /memory browse pages through.

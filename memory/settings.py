@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     summarizer_input_tokens: int = Field(default=3000, ge=200)
     min_summarize_tokens: int = Field(default=40, ge=0)
     recall_limit: int = Field(default=5, ge=0, le=50)
+    # The most one reply may post (characters), however much the model sends: 3 Discord messages.
+    reply_max_chars: int = Field(default=6000, ge=200, le=200_000)
 
     # Context and rolling summaries.
     context_share: float = Field(default=0.75, gt=0, le=1)

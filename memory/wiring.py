@@ -82,6 +82,7 @@ def wire_memory_services(
         memory_context_share=settings.memory_context_share,
         lore_scan_depth=settings.lore_scan_depth,
         recall_limit=settings.recall_limit,
+        reply_max_chars=settings.reply_max_chars,
     )
     return MemoryServices(
         llm=llm,

@@ -288,10 +288,15 @@ class FakeDiscord:
                 payloads.role(EVERYONE_ROLE, "@everyone", text),
                 payloads.role(BOT_ROLE, "Personae", text | discord.Permissions(manage_webhooks=True), 1),
             ],
-            channels=list(self.channels.values()),
-            threads=list(self.threads.values()),
+            channels=[self._with_last_message(c) for c in self.channels.values()],
+            threads=[self._with_last_message(t) for t in self.threads.values()],
             members=[payloads.member(BOT_ID, "Personae", bot=True, roles=[BOT_ROLE])],
         )
+
+    def _with_last_message(self, channel: dict[str, Any]) -> dict[str, Any]:
+        """The channel as Discord sends it in a guild: with the id of its last message."""
+        found = self.in_channel(int(channel["id"]))
+        return channel | {"last_message_id": str(found[-1].id) if found else None}
 
     def in_channel(self, channel_id: int) -> list[SentMessage]:
         """The channel's messages as they are now, oldest first."""

@@ -264,10 +264,9 @@ def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
 def test_a_jsonl_import_still_needs_its_personality(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["import", str(SAGE)])
-    assert exited.value.code == 2
-    assert "the following arguments are required: --personality" in capsys.readouterr().err
+    """Named by --personality, or by each line (an export's lines name theirs)."""
+    code, _, err = run(capsys, "import", str(SAGE))
+    assert (code, err) == (1, "personae: Line 1: the line names no personality: pass --personality NAME.\n")
 
 
 def test_a_broken_summarizer_is_reported_in_one_line(

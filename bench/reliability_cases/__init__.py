@@ -30,6 +30,11 @@ CASE_MODULES = (
     "bad_chat",
     "bad_transcripts",
     "bad_commands",
+    "collisions",
+    "round_trips",
+    "import_faults",
+    "large_imports",
+    "discord_bot",
 )
 
 

@@ -123,7 +123,6 @@ _refusal_case(
     "not-an-object", "a transcript whose second line is a JSON array", _jsonl([_good(1)[0], "[1, 2, 3]"])
 )
 _refusal_case("unknown-role", "a line with role 'narrator'", _jsonl([*_good(2), _line(2, "narrator")]))
-_refusal_case("duplicate-ids", "two lines with the same id", _jsonl([*_good(2), _line(0, "user")]))
 _refusal_case(
     "unparsable-timestamp",
     "a line with timestamp 'last tuesday-ish'",
@@ -228,3 +227,212 @@ async def one_gigabyte(lab: Lab, scale: Scale) -> Outcome:
     return check(
         ok, f"exit {result.code}: {said[:160]!r}; peak memory {peak}", figures(file_gib=1, peak_memory=peak)
     )
+
+
+# ------------------------------------------------------------------ issue 20: what the probe found, and what
+# every field of a line can hold besides
+
+OUT_OF_RANGE = ("9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00")
+
+
+@case(
+    "bad-transcripts",
+    "out-of-range-timestamps",
+    did="issue 20 item 11: a line dated 9999-12-31T23:59:59-12:00, and one dated 0001-01-01T00:00:00+14:00 "
+    "(each a valid ISO-8601 time past year 9999, or before year 1, in UTC)",
+    expected=REFUSED,
+)
+async def out_of_range_timestamps(lab: Lab, scale: Scale) -> Outcome:
+    said = []
+    ok = True
+    for i, moment in enumerate(OUT_OF_RANGE):
+        outcome = await expect_refusal(
+            lab,
+            f"range-{i}",
+            _jsonl([_line(0, timestamp=moment), _line(1, "assistant")]),
+            says="out of range",
+        )
+        ok = ok and outcome.ok
+        said.append(outcome.happened)
+    return check(ok, "; ".join(said))
+
+
+_sane_case(
+    "edge-of-range-timestamps",
+    "lines dated 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (the first and last moments PostgreSQL "
+    "and Python share)",
+    _jsonl(
+        [
+            _line(0, timestamp="0001-01-01T00:00:00Z"),
+            _line(1, "assistant", timestamp="0001-01-01T00:00:01Z"),
+            _line(2, timestamp="9999-12-31T23:59:58Z"),
+            _line(3, "assistant", timestamp="9999-12-31T23:59:59Z"),
+        ]
+    ),
+    messages=4,
+    exchanges=2,
+)
+_refusal_case(
+    "nested-100000-deep",
+    "issue 20 item 12: a line whose JSON nests 100,000 arrays deep (in a key the importer ignores)",
+    _jsonl(
+        [
+            _good(1)[0],
+            '{"id": "9", "role": "user", "content": "x", "n": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        ]
+    ),
+    says="nested too deeply",
+)
+_refusal_case(
+    "number-of-5000-digits",
+    "a line whose id is an integer of 5,000 digits (past Python's limit on converting one)",
+    _jsonl(['{"id": ' + "7" * 5000 + ', "role": "user", "content": "x", "user_id": "5001"}']),
+    says="digits",
+)
+_sane_case(
+    "byte-order-mark",
+    "issue 20 item 17: a transcript starting with a UTF-8 byte order mark (what Notepad saves)",
+    "\ufeff" + _jsonl(_good(4)),
+    messages=4,
+    exchanges=2,
+)
+_sane_case(
+    "raw-line-separators",
+    "issue 20 item 3: words holding U+2028, U+2029 and U+0085 raw (valid JSON, what an export and "
+    "JSON.stringify write), with CRLF line ends",
+    "".join(
+        json.dumps({**line, "content": line["content"] + " \u2028 \u2029 \u0085 end"}, ensure_ascii=False)
+        + "\r\n"
+        for line in _good(4)
+    ),
+    messages=4,
+    exchanges=2,
+)
+_sane_case(
+    "repeated-line",
+    "a transcript that repeats one line word for word (pasted twice)",
+    _jsonl([*_good(2), _good(2)[1], *_good(4)[2:]]),
+    messages=4,
+    exchanges=2,
+    expected="imported: the repeated line stored once (it is the same message), every exchange "
+    "remembered once, nothing pending",
+)
+_refusal_case(
+    "same-id-other-words",
+    "two lines with one id and different words (two messages given one id)",
+    _jsonl([*_good(2), {**_line(0, "user"), "content": "something else entirely"}]),
+)
+
+
+def _field_refusal(name: str, did: str, **fields: Any) -> None:
+    _refusal_case(name, did, _jsonl([_line(0), {**_line(1, "assistant"), **fields}]))
+
+
+_field_refusal("id-a-float", "a line whose id is 1.5", id=1.5)
+_field_refusal("id-an-object", "a line whose id is an object", id={"id": 1})
+_field_refusal("id-with-nul", "a line whose id holds a NUL (\\u0000)", id="a\u0000b")
+_field_refusal("id-too-long", "a line whose id is 65 characters", id="x" * 65)
+_field_refusal(
+    "user-id-lone-surrogate", "a line whose user_id is a lone surrogate (\\udc80)", user_id="\udc80"
+)
+_field_refusal("channel-id-a-list", "a line whose channel_id is a list", channel_id=["55"])
+_field_refusal("guild-id-a-boolean", "a line whose guild_id is true", guild_id=True)
+_field_refusal("author-an-object", "a line whose author is an object", author={"name": "Ann"})
+_field_refusal("author-too-long", "a line whose author is 65 characters", author="A" * 65)
+_field_refusal(
+    "timestamp-a-number", "a line whose timestamp is epoch seconds (1700000000)", timestamp=1700000000
+)
+_field_refusal("content-null", "a line whose content is null", content=None)
+_field_refusal("role-missing", "a line without a role", role=None)
+_field_refusal("reply-to-a-later-line", "a reply whose reply_to names a line after it", reply_to="7")
+_field_refusal("reply-to-a-reply", "a reply whose reply_to names a reply", reply_to="1")
+_refusal_case("a-null-line", "a line that is JSON null", _jsonl([*_good(2), "null"]))
+_refusal_case("a-number-line", "a line that is the JSON number 42", _jsonl([*_good(2), "42"]))
+_refusal_case(
+    "personality-when-several",
+    "lines naming two personalities, imported with --personality",
+    _jsonl([{**_line(0), "personality": "a"}, {**_line(1, "assistant"), "personality": "b"}]),
+)
+
+
+@case(
+    "bad-transcripts",
+    "personality-unknown",
+    did="`personae import` without --personality of lines naming a personality that does not exist, and "
+    "of lines naming none",
+    expected=REFUSED,
+)
+async def personality_unknown(lab: Lab, scale: Scale) -> Outcome:
+    rt = lab.runtime
+    said, ok = [], True
+    marked = [{**line, "content": f"no personality here {i}"} for i, line in enumerate(_good(2))]
+    for name, lines in (
+        ("named-nobody", [{**line, "personality": "nobody"} for line in marked]),
+        ("named-none", marked),
+    ):
+        path = lab.workdir / f"{name}.jsonl"
+        path.write_text(_jsonl(lines), encoding="utf-8")
+        code, _, err = await run_command(rt, "import", str(path))
+        ok = ok and code == 1 and "line 1" in err and "\n" not in err.strip()
+        said.append(f"exit {code}: {err!r}")
+    written = int(await lab.scalar("SELECT count(*) FROM messages WHERE content LIKE 'no personality here%'"))
+    return check(ok and written == 0, "; ".join(said) + f"; messages written: {written}")
+
+
+@case(
+    "bad-transcripts",
+    "not-a-file",
+    did="`personae import` of a path that does not exist, and of a directory",
+    expected="refused in one line naming the path; nothing written",
+)
+async def not_a_file(lab: Lab, scale: Scale) -> Outcome:
+    rt = lab.runtime
+    personality, _ = await rt.personalities.create("tr-not-a-file")
+    said = []
+    for path in (lab.workdir / "missing.jsonl", lab.workdir):
+        code, _, err = await run_command(rt, "import", str(path), "--personality", personality.name)
+        said.append((code, err))
+    ok = all(code == 1 and "\n" not in err.strip() and "Traceback" not in err for code, err in said)
+    return check(ok, "; ".join(f"exit {code}: {err!r}" for code, err in said))
+
+
+def _st(*records: Any) -> str:
+    meta = {"user_name": "Ann", "character_name": "Seraphina", "create_date": "2026-11-22 @16h 50m 00s 000ms"}
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (meta, *records))
+
+
+def _st_message(mes: str, is_user: bool, send_date: Any = "2026-11-22T16:51:00Z") -> dict[str, Any]:
+    return {"name": "Ann" if is_user else "Seraphina", "is_user": is_user, "send_date": send_date, "mes": mes}
+
+
+async def _st_import(lab: Lab, name: str, body: str) -> tuple[int, str, str, dict[str, int]]:
+    return await _import(lab, name, body, "--format", "sillytavern", "--user", "5001")
+
+
+@case(
+    "bad-transcripts",
+    "sillytavern-what-its-files-hold",
+    did="issue 20 items 11 and 17 for SillyTavern chats: a message holding a raw U+2028 (what "
+    "JSON.stringify writes), a chat with a byte order mark, a send_date of 9999-12-31T23:59:59-12:00, "
+    "and a line nested 100,000 deep",
+    expected="the first three imported, every exchange once (the date out of range takes the time before "
+    "it, as SillyTavern's undated lines do); the deep line refused in one line; no traceback",
+)
+async def sillytavern_files(lab: Lab, scale: Scale) -> Outcome:
+    bodies = {
+        "st-u2028": _st(_st_message("line one\u2028line two", True), _st_message("both lines, noted", False)),
+        "st-bom": "\ufeff" + _st(_st_message("hello", True), _st_message("hi Ann", False)),
+        "st-range": _st(_st_message("hello", True), _st_message("hi Ann", False, OUT_OF_RANGE[0])),
+    }
+    said, ok = [], True
+    for name, body in bodies.items():
+        code, _, err, written = await _st_import(lab, name, body)
+        good = code == 0 and written == {"messages": 2, "pending": 0, "memories": 1}
+        ok = ok and good
+        said.append(f"{name}: exit {code}{' ' + err[:120] if code else ''}, {written}")
+    code, _, err, written = await _st_import(
+        lab, "st-deep", _st(_st_message("x", True)) + "[" * 100_000 + "]" * 100_000
+    )
+    ok = ok and code == 1 and "nested too deeply" in err and written["messages"] == 0
+    said.append(f"deep: exit {code}: {err.strip()!r}")
+    return check(ok, "; ".join(said))

@@ -19,11 +19,13 @@ from bench.reliability_cases.lab import LabPool
 AREA_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     # Short timeouts so that stalls are timeouts; one retry, as the settings allow.
     "faults": {"llm_timeout": 1.5, "llm_max_retries": 1},
+    "discord": {"llm_timeout": 1.5, "llm_max_retries": 1},
     # Cases that start and stop processes and servers of their own.
     "crash": {"runtime": False},
     "database": {"runtime": False},
     "index": {"runtime": False},
     "workers": {"runtime": False},
+    "large-imports": {"runtime": False},
 }
 
 
@@ -86,6 +88,15 @@ def markdown(rows: Sequence[Row], *, conditions: str, intro: str) -> str:
     passed = sum(row.outcome.ok for row in rows)
     out = [intro.rstrip(), "", "## The last run", "", conditions.rstrip(), ""]
     out.append(f"**{passed} of {len(rows)} cases PASS, {len(rows) - passed} FAIL.**")
+    out.append("")
+    out.append("| family | cases | PASS | time (s) |")
+    out.append("| --- | --- | --- | --- |")
+    families: dict[str, list[Row]] = {}
+    for row in rows:
+        families.setdefault(row.case.area, []).append(row)
+    for area, family in families.items():
+        seconds = sum(r.seconds for r in family)
+        out.append(f"| {area} | {len(family)} | {sum(r.outcome.ok for r in family)} | {seconds:.0f} |")
     out.append("")
     out.append("| case | what was done | expected | what happened | result | figures |")
     out.append("| --- | --- | --- | --- | --- | --- |")

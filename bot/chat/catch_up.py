@@ -5,6 +5,7 @@ and on a timer (`PendingMemories`). Storing is idempotent: a second read stores 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 from contextlib import ExitStack
@@ -91,6 +92,12 @@ class PendingMemories:
             await asyncio.sleep(self._interval)
 
 
+def _nothing_new(channel: discord.abc.Messageable, place: MissedPlace) -> bool:
+    """Whether Discord says the channel's last message is one read already: no history to fetch."""
+    last = getattr(channel, "last_message_id", None)
+    return last is not None and place.after_message_id is not None and last <= place.after_message_id
+
+
 @dataclass
 class MissedReport:
     """What one run found: messages stored, replies stored, messages answered."""
@@ -121,6 +128,9 @@ class MissedMessages:
         self._reply_window = timedelta(minutes=reply_minutes)
         self._lock = asyncio.Lock()
         self._queued = False
+        # Channel id -> the newest message read there by this process: chatter that named nobody (so
+        # nothing of it was stored) is not read again at every reconnect.
+        self._read_up_to: dict[str, int] = {}
 
     def read_soon(self) -> None:
         """Start a run in the background. READY comes again with every new session: one run waits for
@@ -138,9 +148,12 @@ class MissedMessages:
     async def read_all(self) -> MissedReport:
         """Read every place; one place failing (deleted, no access) does not stop the others."""
         report = MissedReport()
-        for place in await self._chat.missed.places_to_read():
+        for place in await self._chat.missed.places_to_read(self._readable_channels()):
             channel = await self._channel(place.channel_id)
-            if channel is None:
+            read = self._read_up_to.get(place.channel_id)
+            if read is not None and (place.after_message_id is None or read > place.after_message_id):
+                place = dataclasses.replace(place, after_message_id=read)
+            if channel is None or _nothing_new(channel, place):
                 continue
             try:
                 await self.read_place(channel, place, report)
@@ -156,6 +169,19 @@ class MissedMessages:
                 report.answered,
             )
         return report
+
+    def _readable_channels(self) -> dict[str, list[str]]:
+        """Guild id -> the text channels and threads of this process's guilds whose history the bot may
+        read: what was said to a personality by name there is read back, bound or not."""
+        readable: dict[str, list[str]] = {}
+        for guild in self._client.guilds:
+            me = guild.me
+            if me is not None:
+                channels: list[discord.TextChannel | discord.Thread] = [*guild.text_channels, *guild.threads]
+                readable[str(guild.id)] = [
+                    str(c.id) for c in channels if c.permissions_for(me).read_message_history
+                ]
+        return readable
 
     async def _channel(self, channel_id: str) -> discord.abc.Messageable | None:
         """The channel when this process serves it: a guild channel of one of its shards' guilds, or a
@@ -193,8 +219,9 @@ class MissedMessages:
         stored_here: set[int] = set()
         now = datetime.now(UTC)
         replier: Addressee | None = None
-        # What is stored here is held until the place is done: the messages answered below wait for
-        # their own reply, and the rest join their author's next answered exchange, not an earlier one.
+        # What is stored here is held while the history is read: a message to be answered waits for its
+        # own reply, not an earlier one. Once read, only the messages answered stay held; the rest are
+        # released before any answer, so an answer takes its author's older lines into its memory.
         with ExitStack() as held:
             for message in missed:
                 # A reply the plain sender split goes on without its header, right after its first part.
@@ -220,12 +247,16 @@ class MissedMessages:
                     to_answer[key] = (message, route)
                 else:
                     to_answer.pop(key, None)
+            held.close()
+            held.enter_context(self._awaited.holding(str(m.id) for m, _ in to_answer.values()))
             for message, route in to_answer.values():
                 await self._answerer.answer(message, route)  # forms and marks its conversation's memories
                 report.answered += 1
         for conversation_id in stored_here:
             formed = await self._chat.after_reply(conversation_id)
             await self._answerer.reaction.add((place.channel_id, i) for i in formed.remembered_message_ids)
+        if found:
+            self._read_up_to[place.channel_id] = max(m.id for m in found)
 
     async def reply_author(
         self, message: discord.Message, channel: discord.abc.Messageable

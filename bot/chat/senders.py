@@ -261,8 +261,9 @@ class ReplySenders:
             return await self.plain.send(channel, text, name=name, avatar_url=avatar_url, view=view)
         try:
             return await self.webhook.send(channel, text, name=name, avatar_url=avatar_url, view=view)
-        except discord.Forbidden:
-            log.warning("Webhook refused in %s; answering as the bot", getattr(channel, "id", "?"))
+        except discord.HTTPException as exc:
+            # Any refusal (403, or 400 for a name Discord will not show, "clyde" or "discord"): as the bot.
+            log.warning("Webhook refused in %s (%s); answering as the bot", getattr(channel, "id", "?"), exc)
             return await self.plain.send(channel, text, name=name, avatar_url=None, view=view)
 
     def that_sent(self, message: discord.Message) -> ReplySender:

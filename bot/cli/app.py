@@ -127,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from bot.settings import load_bot_settings
     from memory.errors import UserFacingError
+    from memory.retry import LLMUnavailableError
     from memory.settings import SettingsError
 
     try:
@@ -134,7 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    configure_logging(settings, verbose=args.verbose, long_running=getattr(args, "long_running", False))
+    log_file = getattr(args, "log_file", None)  # the command's own log file, made from the settings
+    configure_logging(
+        settings,
+        verbose=args.verbose,
+        long_running=getattr(args, "long_running", False),
+        log_file=log_file(settings) if log_file is not None else None,
+    )
     try:
         standalone = getattr(args, "standalone", None)
         if standalone is not None:
@@ -143,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a broken pipe shows here, while it can still be handled
     except BrokenPipeError:
         return _broken_pipe()
-    except (CommandError, UserFacingError) as exc:
+    except (CommandError, UserFacingError, LLMUnavailableError) as exc:  # each says itself in one line
         print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,15 +1,27 @@
 """`personae chat`: a terminal conversation through the same ChatService as Discord, stored and
-remembered alike."""
+remembered alike.
+
+Each turn is one `ChatService.answer`: its reply is streamed to the screen, and the work after it (memory
+formation, the rolling summary) goes on in the background while the next prompt waits for the user.
+Notes (`(remembered)`) appear above the prompt; logs go to a file, never onto the screen.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
+import queue
 import sys
+import termios
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.cli.output import CommandError
 from bot.cli.user_memories import print_receipt
@@ -17,115 +29,157 @@ from bot.cli.user_memories import print_receipt
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
+    from bot.settings import BotSettings
     from memory.chat.service import ChatReply, ChatTurn
+    from models import Personality
+
+log = logging.getLogger(__name__)
 
 CHANNEL = "terminal"
+PROMPT = "you> "
+THINKING = "thinking…"
+REMEMBERED = "(remembered)"
+
+T = TypeVar("T")
 
 
 def add_commands(commands: Subcommands) -> None:
-    chat = commands.add_parser("chat", help="chat with a personality in the terminal")
+    chat = commands.add_parser(
+        "chat",
+        help="chat with a personality in the terminal",
+        description="Chat with a personality in the terminal, stored and remembered as on Discord. "
+        "Type /help in the chat for its commands.",
+    )
     chat.add_argument("--personality", required=True, help="the personality's name")
     chat.add_argument("--user", default="terminal", help="your user id (default: terminal)")
     chat.add_argument("--name", default="You", help="the name the personality sees (default: You)")
     chat.add_argument(
-        "--new", action="store_true", help="start a new conversation (clears its summary; memories stay)"
+        "--new",
+        action="store_true",
+        help="start a new conversation, with none of the earlier messages in its context (they stay in "
+        "the log; long-term memories stay)",
     )
-    chat.set_defaults(handler=cmd_chat, with_memory=True)
+    chat.set_defaults(handler=cmd_chat, with_memory=True, log_file=chat_log_file)
+
+
+def chat_log_file(settings: BotSettings) -> Path:
+    """Where the chat's logs go: the screen is the conversation's."""
+    return settings.personae_data_dir / "logs" / "chat.log"
+
+
+class Screen:
+    """The terminal the chat writes on: a reply line at a time, and notes put above the prompt while
+    the user types. Marks and redrawing are for people: with output to a file or a pipe, only text."""
+
+    def __init__(self) -> None:
+        self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        self.prompting = False  # the prompt is shown and the user may be typing
+        self._replying = False  # a reply's line is being written: notes wait for its end
+        self._held_notes: list[str] = []
+
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def note(self, text: str) -> None:
+        """A line of its own: after the reply being written, above the prompt if the user is at it
+        (their typing kept)."""
+        if self._replying:
+            self._held_notes.append(text)
+        elif self.interactive and self.prompting:
+            self.write(f"\r\x1b[2K{text}\n{PROMPT}{_typed_so_far()}")
+        else:
+            self.write(f"{text}\n")
+
+    def thinking(self, speaker: str) -> None:
+        """The speaker's line, with a mark until the reply's first words replace it."""
+        self._replying = True
+        self.write(f"{speaker}> " + (THINKING if self.interactive else ""))
+
+    def stop_thinking(self, speaker: str) -> None:
+        if self.interactive:
+            self.write(f"\r\x1b[2K{speaker}> ")
+
+    def end_reply(self, text: str) -> None:
+        """The rest of the reply's line, then the notes that came while it was written."""
+        self.write(f"{text}\n")
+        self._replying = False
+        for note in self._held_notes:
+            self.write(f"{note}\n")
+        self._held_notes.clear()
+
+
+def _typed_so_far() -> str:
+    """What the user has typed at the prompt (line editing keeps it), for redrawing it under a note."""
+    try:
+        import readline
+    except ImportError:  # no line editing here: nothing to redraw
+        return ""
+    return readline.get_line_buffer()
 
 
 class TerminalDelivery:
     """A reply printed as the model writes it, under the personality's name, and stored under an id of
-    its own: a ReplyDelivery (memory.chat.turns)."""
+    its own: a ReplyDelivery (memory.chat.turns, not imported here: `personae --help` stays light). The
+    thinking mark is already on the screen; `stored` is set once the reply is in the log."""
 
-    def __init__(self, display_name: str) -> None:
-        self._display_name = display_name
-        self.delivered = asyncio.Event()
+    def __init__(self, screen: Screen, speaker: str) -> None:
+        self._screen = screen
+        self._speaker = speaker
+        self._writing = False
+        self.stored = asyncio.Event()
 
     def writing(self) -> AbstractAsyncContextManager[None]:
-        print(f"{self._display_name}> ", end="", flush=True)
         return nullcontext()
 
     def on_text(self, piece: str) -> None:
-        print(piece, end="", flush=True)
+        if not self._writing:
+            self._writing = True
+            self._screen.stop_thinking(self._speaker)
+        self._screen.write(piece)
 
     async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
-        print(reply.text if not reply.ok else "")
-        self.delivered.set()
+        if not self._writing:
+            self._screen.stop_thinking(self._speaker)
+        self._screen.end_reply(reply.text if not reply.ok else "")
         return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
 
+    async def recorded(self) -> None:
+        self.stored.set()
+
     async def remembered(self, message_ids: Sequence[str]) -> None:
-        return None  # the terminal shows no 📝
+        if message_ids:
+            self._screen.note(REMEMBERED)
 
 
-async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.chat.service import NO_CHAT_MODEL, ChatRequest
+class LineReader:
+    """Lines from the terminal, read in a thread of its own so the chat goes on meanwhile. A daemon
+    thread: Ctrl-C ends the chat at once rather than waiting on a line that will never come."""
 
-    chat = runtime.chat
-    personality = await runtime.personalities.get_detailed(args.personality)
-    if runtime.models.chat(personality) is None:
-        raise CommandError(NO_CHAT_MODEL)
+    def __init__(self) -> None:
+        self._asks: queue.SimpleQueue[tuple[str, asyncio.Future[str | None]]] = queue.SimpleQueue()
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._serve, name="terminal-input", daemon=True).start()
 
-    async def reset() -> int:
-        return await chat.reset_conversation(
-            personality_id=personality.id, guild_id=None, channel_id=CHANNEL, user_id=args.user
-        )
+    async def read(self, prompt: str) -> str | None:
+        """The next line (`prompt` shown when interactive); None at the end of input."""
+        answer: asyncio.Future[str | None] = self._loop.create_future()
+        self._asks.put((prompt, answer))
+        return await answer
 
-    if args.new:
-        await reset()
-    print(
-        f"Chatting with {personality.display_name}. /reset clears the summary; /why shows the memories "
-        "the last reply used; /quit or Ctrl-D ends."
-    )
-    last: str | None = None  # the message the last reply answered, for /why
-    # A turn's work after its reply (memory formation, rolling summary) runs while the user types; the
-    # next turn starts once it is done, and a turn's failure ends the chat with its one line.
-    turn: asyncio.Task[ChatTurn] | None = None
-    try:
+    def _serve(self) -> None:
         while True:
-            line = await asyncio.to_thread(read_line, "you> ")
-            if line is None or line.strip() in ("/quit", "/exit"):
-                break
-            if not line.strip():
-                continue
-            if turn is not None:
-                await turn
-            if line.strip() == "/why":
-                await show_why(runtime, args.user, last)
-                continue
-            if line.strip() == "/reset":
-                removed = await reset()
-                print(f"(conversation summary cleared: {removed} rows; long-term memories stay)")
-                turn = None
-                continue
-            request = ChatRequest(
-                personality_id=personality.id,
-                user_id=args.user,
-                user_name=args.name,
-                guild_id=None,
-                channel_id=CHANNEL,
-                message_id=f"terminal:{uuid.uuid4()}",
-                text=line,
-            )
-            last = request.message_id
-            delivery = TerminalDelivery(personality.display_name)
-            turn = asyncio.create_task(chat.answer(request, delivery), name="terminal-turn")
-            delivered = asyncio.create_task(delivery.delivered.wait())
-            await asyncio.wait({turn, delivered}, return_when=asyncio.FIRST_COMPLETED)
-            delivered.cancel()
-            if turn.done():
-                turn.result()  # a turn that ended before its reply was shown: its error is this command's
-    finally:
-        if turn is not None:
-            await turn
+            prompt, answer = self._asks.get()
+            try:
+                line = read_line(prompt)
+            except (OSError, ValueError):  # the terminal went away
+                line = None
+            self._loop.call_soon_threadsafe(_settle, answer, line)
 
 
-async def show_why(runtime: Runtime, user_id: str, message_id: str | None) -> None:
-    """/why: the memories the last reply's prompt held, with their ids."""
-    if message_id is None:
-        print("(no reply yet: /why shows the memories the last reply used)")
-        return
-    receipt = await runtime.memory.reply_receipt(user_id=user_id, message_id=message_id)
-    print_receipt(receipt, "The last reply")
+def _settle(answer: asyncio.Future[str | None], line: str | None) -> None:
+    if not answer.done():
+        answer.set_result(line)
 
 
 def read_line(prompt: str) -> str | None:
@@ -137,3 +191,211 @@ def read_line(prompt: str) -> str | None:
             return None
     line = sys.stdin.readline()
     return line.rstrip("\n") if line else None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCommand:
+    """A `/command` typed in the chat: what it does, and whether the chat ends after it."""
+
+    run: Callable[[TerminalChat, str], Awaitable[None]]
+    description: str
+    ends_chat: bool = False
+
+
+@dataclass
+class TerminalChat:
+    """One terminal conversation: its turns in flight, and the chat's own commands."""
+
+    runtime: Runtime
+    personality: Personality
+    user_id: str
+    user_name: str
+    screen: Screen = field(default_factory=Screen)
+    # Work in the background: turns whose reply is shown (their memories may still be forming), and
+    # formation resumed in a conversation set aside. /quit waits for it; Ctrl-C leaves it for later.
+    work: set[asyncio.Task[object]] = field(default_factory=set)
+    # Conversations where a turn's formation ran beside another's, which may have left its exchange
+    # to the pass after it: /quit runs that pass.
+    overlapped: set[int] = field(default_factory=set)
+    last_message_id: str | None = None  # the message the last reply answered, for /why
+
+    async def converse(self, lines: LineReader) -> None:
+        """Read and answer lines until /quit or the end of input, then finish the work in flight."""
+        while True:
+            self.screen.prompting = True
+            line = await lines.read(PROMPT)
+            self.screen.prompting = False
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                name = text.split(maxsplit=1)[0].lower()
+                command = COMMANDS.get(name)
+                if command is None:
+                    self.screen.write(f"(no command {name}: /help lists them)\n")
+                    continue
+                await command.run(self, text[len(name) :].strip())
+                if command.ends_chat:
+                    return
+                continue
+            await self.say(line)
+        await self.finish()
+
+    async def say(self, text: str) -> None:
+        """One turn: the thinking mark at once, the reply as it comes; the work after it goes on."""
+        from memory.chat.service import ChatRequest
+
+        speaker = self.personality.display_name
+        self.screen.thinking(speaker)
+        request = ChatRequest(
+            personality_id=self.personality.id,
+            user_id=self.user_id,
+            user_name=self.user_name,
+            guild_id=None,
+            channel_id=CHANNEL,
+            message_id=f"terminal:{uuid.uuid4()}",
+            text=text,
+        )
+        self.last_message_id = request.message_id
+        delivery = TerminalDelivery(self.screen, speaker)
+        overlaps = bool(self.work)
+        turn = self._in_background(self.runtime.chat.answer(request, delivery))
+        if overlaps:
+            turn.add_done_callback(self._overlapped)
+        # The next prompt once the reply is stored (Ctrl-C then loses nothing), or the turn has ended.
+        stored = asyncio.create_task(delivery.stored.wait())
+        try:
+            await asyncio.wait({turn, stored}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stored.cancel()
+        if turn.done():
+            turn.result()  # a turn that ended before its reply was stored: its error is this command's
+
+    def _in_background(self, work: Coroutine[object, object, T]) -> asyncio.Task[T]:
+        task = asyncio.create_task(work)
+        self.work.add(task)
+        task.add_done_callback(self.work.discard)
+        return task
+
+    def _overlapped(self, turn: asyncio.Task[ChatTurn]) -> None:
+        if not turn.cancelled() and turn.exception() is None:
+            self.overlapped.add(turn.result().reply.prepared.conversation_id)
+
+    async def finish(self) -> None:
+        """Wait for the memories still forming (Ctrl-C leaves them for the next time: the messages
+        are stored, and formation picks them up then)."""
+        if not self.work and not self.overlapped:
+            return
+        self.screen.note("(finishing this chat's memories; Ctrl-C leaves them for the next time)")
+        while self.work:
+            done, _ = await asyncio.wait(set(self.work))
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("A turn failed after its reply", exc_info=task.exception())
+        for conversation_id in sorted(self.overlapped):
+            after = await self.runtime.chat.after_reply(conversation_id)
+            if after.remembered_message_ids:
+                self.screen.note(REMEMBERED)
+        self.overlapped.clear()
+
+    async def greet(self) -> None:
+        """The character's greeting, when this conversation is new."""
+        greeting = await self.runtime.greetings.greet(
+            personality_id=self.personality.id,
+            guild_id=None,
+            channel_id=CHANNEL,
+            user_id=self.user_id,
+            user_name=self.user_name,
+        )
+        if greeting is not None:
+            self.screen.write(f"{self.personality.display_name}> {greeting.text}\n")
+
+    async def start_new(self) -> None:
+        """Set the current conversation aside (its memories still forming finish in the background)."""
+        earlier = await self.runtime.chat.start_new_conversation(
+            personality_id=self.personality.id, guild_id=None, channel_id=CHANNEL, user_id=self.user_id
+        )
+        if earlier is not None:  # its memories left forming by an earlier chat
+            self._in_background(self.runtime.chat.after_reply(earlier))
+
+    # ------------------------------------------------------------------------ the chat's commands
+
+    async def quit(self, _: str) -> None:
+        await self.finish()
+
+    async def reset(self, _: str) -> None:
+        removed = await self.runtime.chat.reset_conversation(
+            personality_id=self.personality.id, guild_id=None, channel_id=CHANNEL, user_id=self.user_id
+        )
+        self.screen.write(f"(conversation summary cleared: {removed} rows; long-term memories stay)\n")
+
+    async def new(self, _: str) -> None:
+        await self.start_new()
+        self.screen.write("(a new conversation: earlier messages stay in the log, out of its context)\n")
+        await self.greet()
+
+    async def why(self, _: str) -> None:
+        if self.last_message_id is None:
+            self.screen.write("(no reply yet: /why shows the memories the last reply used)\n")
+            return
+        receipt = await self.runtime.memory.reply_receipt(
+            user_id=self.user_id, message_id=self.last_message_id
+        )
+        print_receipt(receipt, "The last reply")
+
+    async def help(self, _: str) -> None:
+        width = max(map(len, COMMANDS))
+        for name, command in COMMANDS.items():
+            self.screen.write(f"  {name.ljust(width)}  {command.description}\n")
+
+
+# The chat's own commands, in the order /help lists them.
+COMMANDS: dict[str, ChatCommand] = {
+    "/help": ChatCommand(TerminalChat.help, "list these commands"),
+    "/new": ChatCommand(TerminalChat.new, "start a new conversation (the earlier one stays in the log)"),
+    "/why": ChatCommand(TerminalChat.why, "show the memories the last reply used, with their ids"),
+    "/reset": ChatCommand(TerminalChat.reset, "clear the conversation's summary (memories stay)"),
+    "/quit": ChatCommand(TerminalChat.quit, "finish forming memories and end (Ctrl-D too)", ends_chat=True),
+    "/exit": ChatCommand(TerminalChat.quit, "the same as /quit", ends_chat=True),
+}
+
+
+async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.chat.service import NO_CHAT_MODEL
+
+    personality = await runtime.personalities.get_detailed(args.personality)
+    if runtime.models.chat(personality) is None:
+        raise CommandError(NO_CHAT_MODEL)
+    chat = TerminalChat(runtime, personality, user_id=args.user, user_name=args.name)
+    if args.new:
+        await chat.start_new()
+    chat.screen.write(
+        f"Chatting with {personality.display_name} as {args.name}. /help lists the chat's commands; "
+        f"/quit or Ctrl-D ends. Logs: {chat_log_file(runtime.settings)}\n"
+    )
+    await chat.greet()
+    lines = LineReader()
+    terminal = _terminal_settings()
+    try:
+        await chat.converse(lines)
+    except asyncio.CancelledError:
+        # Ctrl-C: the messages are stored; what was still forming is formed the next time.
+        chat.screen.write("\n")
+        for work in chat.work:
+            work.cancel()
+        raise
+    finally:
+        if terminal is not None:  # line editing, cut short by Ctrl-C, may have left echo off
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, terminal)
+
+
+def _terminal_settings() -> list[Any] | None:
+    """The terminal's modes now, to put back at the end; None when input is not a terminal."""
+    if not sys.stdin.isatty():
+        return None
+    with contextlib.suppress(termios.error):
+        return termios.tcgetattr(sys.stdin.fileno())
+    return None

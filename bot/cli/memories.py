@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ IMPORT_FORMATS = ("jsonl", "sillytavern")
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
+    from memory.errors import InvalidInputError
     from memory.service import RecalledMemory, SkippedLine, TranscriptLine
 
 
@@ -49,7 +50,8 @@ def add_commands(commands: Subcommands) -> None:
     )
     imp.add_argument(
         "--personality",
-        help="the personality the chat was with (required for jsonl; sillytavern: the chat's character)",
+        help="the personality the chat was with (jsonl: else each line's own `personality`; sillytavern: "
+        "else the chat's character)",
     )
     imp.add_argument(
         "--user", help="the user id of lines without a user_id (required for sillytavern: whose chat it is)"
@@ -120,27 +122,23 @@ def add_commands(commands: Subcommands) -> None:
     worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True)
 
 
-def _read_import(args: argparse.Namespace) -> tuple[list[TranscriptLine], list[SkippedLine], str]:
-    """The file's lines, the lines skipped, and the personality they were with."""
+def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], list[SkippedLine], str | None]:
+    """The file's lines, the lines skipped, and the personality they go to (None: a JSONL file's lines
+    name their own). A JSONL file is read as it is imported: its skipped lines fill in as it is read."""
     from memory.errors import InvalidInputError
     from memory.owners.personality_fields import slugify
-    from memory.service import parse_sillytavern, parse_transcript_lines, read_transcript_text
+    from memory.service import open_transcript, parse_sillytavern, read_transcript_text
 
-    if args.format == "jsonl" and args.personality is None:
-        print("personae import: error: the following arguments are required: --personality", file=sys.stderr)
-        raise SystemExit(2)
-    if args.format == "sillytavern" and args.user is None:
+    if args.format == "jsonl":
+        transcript = open_transcript(args.file)
+        return transcript, transcript.skipped, args.personality
+    if args.user is None:
         raise CommandError("A SillyTavern chat names no user id: pass --user ID (whose history it is)")
     text = read_transcript_text(args.file)
     try:
-        if args.format == "jsonl":
-            return *parse_transcript_lines(text), args.personality
         chat = parse_sillytavern(text)
     except InvalidInputError as exc:
-        fits = likely_format(text)
-        if fits is None or fits == args.format:
-            raise
-        raise CommandError(f"{exc}; this looks like a {FORMAT_NAMES[fits]}: pass --format {fits}") from None
+        raise _with_format_hint(exc, text, args.format) from None
     name = args.personality or (slugify(chat.character_name) if chat.character_name else None)
     if not name:
         raise CommandError("The chat names no character: pass --personality NAME")
@@ -169,30 +167,51 @@ def likely_format(text: str) -> str | None:
     return None
 
 
+def _with_format_hint(exc: InvalidInputError, text: str, given: str) -> Exception:
+    """The error, or with the --format that the file looks like when it is not the one given."""
+    fits = likely_format(text)
+    if fits is None or fits == given:
+        return exc
+    return CommandError(f"{exc}; this looks like a {FORMAT_NAMES[fits]}: pass --format {fits}")
+
+
+def _first_line(path: Path) -> str:
+    """The file's first line that is not blank (all that likely_format reads)."""
+    from memory.service import transcript_file_lines
+
+    return next((raw for _, raw in transcript_file_lines(path) if raw.strip()), "")
+
+
 async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.errors import InvalidInputError
     from memory.service import fallback_line
     from memory.types import MemoryMode
 
     user = check_id(args.user, "--user")
     lines, skipped, name = _read_import(args)
-    personality = await runtime.personalities.find(name)
-    if personality is None:
+    personality = await runtime.personalities.find(name) if name is not None else None
+    if personality is None and name is not None:
         if args.format == "sillytavern" and args.personality is None:
             raise CommandError(
                 f"No personality named {name!r} (the chat's character): import its card first "
                 "(`personae personality import CARD`) or pass --personality NAME"
             )
         personality = await runtime.personalities.get(name)  # its error says how to list them
-    report = await runtime.importer.import_lines(
-        lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
-        default_user_id=user,
-        skipped_lines=len(skipped),
-        mode=MemoryMode(args.mode) if args.mode else None,
-        progress=progress(f"Remembering {args.file.name}"),
-        replace_edited=args.format == "sillytavern",  # the whole chat as kept: a changed swipe replaces
-    )
+    try:
+        report = await runtime.importer.import_lines(
+            lines,
+            personality_id=personality.id if personality is not None else None,
+            personality_user_id=f"personality:{personality.name}" if personality is not None else None,
+            default_user_id=user,
+            skipped_lines=len(skipped),
+            mode=MemoryMode(args.mode) if args.mode else None,
+            progress=progress(f"Remembering {args.file.name}"),
+            replace_edited=args.format == "sillytavern",  # the whole chat as kept: a changed swipe replaces
+        )
+    except InvalidInputError as exc:  # a JSONL file's lines are checked as they are imported
+        if args.format != "jsonl":
+            raise
+        raise _with_format_hint(exc, _first_line(args.file), args.format) from None
     f = report.formation
     print(f"messages read:   {report.messages_read} ({report.messages_new} new)")
     print(f"exchanges:       {report.exchanges}")
@@ -248,12 +267,15 @@ def _queries(args: argparse.Namespace) -> list[str]:
 
 
 async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
+    from memory.conversations import storable_text
+
     queries = _queries(args)
     if args.limit < 1 or args.limit > 100:
         raise CommandError("The --limit must be between 1 and 100")
     user, guild = check_id(args.user, "--user"), check_id(args.guild, "--guild")
     personality = await runtime.personalities.get(args.personality)
-    for query in queries:
+    # Arguments that are not UTF-8 come in as lone surrogates, which stdout cannot print back.
+    for query in map(storable_text, queries):
         memories = await runtime.memory.recall(
             personality_id=personality.id, user_id=user, query=query, guild_id=guild, limit=args.limit
         )

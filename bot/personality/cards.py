@@ -136,9 +136,15 @@ class CardCommands(PersonaeCog):
         service, uid = self.runtime.personalities, user_id_of(interaction)
         imported = await create_from_card(service, parsed, name=name, owner_id=uid, by_operator=False)
         p = imported.personality
-        url, avatar_said = await self._avatar(parsed)
-        if url is not None:
-            p = await service.edit(p.name, actor=uid, avatar_url=url)
+        url: str | None = None
+        try:
+            url, avatar_said = await self._avatar(parsed)
+            if url is not None:
+                p = await service.edit(p.name, actor=uid, avatar_url=url)
+        except Exception:  # a failed import keeps nothing: neither the personality nor its picture
+            await release_card_avatar(self.bot, url)
+            await service.delete(p.name, actor=uid)
+            raise
         # The CLI's lines, aligned as it prints them; a card's own ``` would end the block early.
         report = "\n".join(imported.report.lines()).replace("```", "'''")
         said = (

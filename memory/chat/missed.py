@@ -4,7 +4,7 @@ were said. Snowflakes (live ids) mark a place as read; ids made up by imports ne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,8 +48,15 @@ class MissedMessageLog:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self._sessionmaker = sessionmaker
 
-    async def places_to_read(self) -> list[MissedPlace]:
-        """Every bound channel and every DM channel with a conversation, with where to read on from."""
+    async def places_to_read(
+        self, guild_channels: Mapping[str, Collection[str]] | None = None
+    ) -> list[MissedPlace]:
+        """Every bound channel and every DM channel with a conversation, with where to read on from; and
+        each channel of `guild_channels` (guild id -> the channels the bot can read there), after its
+        newest stored message, or with none stored there, after the newest stored in its guild: what
+        was said to a personality by name in a channel bound to nobody is read back too. A guild with
+        nothing stored gives nothing (no word of it tells when the bot went away)."""
+        guild_channels = guild_channels or {}
         async with self._sessionmaker() as session:
             bound = dict(
                 (
@@ -65,7 +72,8 @@ class MissedMessageLog:
                     Conversation.is_dm.is_(True), Conversation.channel_id.regexp_match(_SNOWFLAKE)
                 )
             )
-            channels = sorted({*bound, *(c for c in dm_channels if c is not None)})
+            seen = {c for channels in guild_channels.values() for c in channels}
+            channels = sorted({*bound, *(c for c in dm_channels if c is not None), *seen})
             newest: dict[str, object] = dict(
                 (
                     await session.execute(
@@ -76,11 +84,26 @@ class MissedMessageLog:
                     )
                 ).all()
             )
+            guild_newest: dict[str, object] = dict(
+                (
+                    await session.execute(
+                        select(Conversation.guild_id, _newest_snowflake())
+                        .join(Message, Message.conversation_id == Conversation.id)
+                        .where(Conversation.guild_id.in_(list(guild_channels)))
+                        .group_by(Conversation.guild_id)
+                    )
+                ).all()
+            )
+        guild_of = {c: guild for guild, channels in guild_channels.items() for c in channels}
         places = []
         for channel_id in channels:
             after = newest.get(channel_id)
             if after is None and channel_id not in bound:
-                continue  # a DM conversation holding only imported messages: nothing to read on from
+                # A channel where nothing is stored: read from the guild's last stored word, if any (a DM
+                # conversation holding only imported messages gives nothing to read on from).
+                after = guild_newest.get(guild_of[channel_id]) if channel_id in guild_of else None
+                if after is None:
+                    continue
             places.append(
                 MissedPlace(
                     channel_id=channel_id,

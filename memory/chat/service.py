@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -30,8 +30,10 @@ from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Addressee, Route, RoutingDirectory
 from memory.chat.turns import (
+    CUT_REPLY,
     MISCONFIGURED_REPLY,
     NO_CHAT_MODEL,
+    REPLY_CUT_NOTE,
     UNAVAILABLE_REPLY,
     ChatModelMissingError,
     ChatReply,
@@ -39,11 +41,19 @@ from memory.chat.turns import (
     ChatTurn,
     PreparedReply,
     ReplyDelivery,
+    cap_reply,
     clean_reply,
     count_with,
     reply_messages,
 )
-from memory.conversations import LoggedMessage, Venue, conversation_title, ensure_conversation, store_messages
+from memory.conversations import (
+    LoggedMessage,
+    Venue,
+    conversation_title,
+    ensure_conversation,
+    set_conversation_aside,
+    store_messages,
+)
 from memory.conversations import reset_conversation as reset_stored_conversation
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
@@ -58,8 +68,10 @@ if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
     from memory.service import MemoryService, RecalledMemory
 
 __all__ = [
+    "CUT_REPLY",
     "MISCONFIGURED_REPLY",
     "NO_CHAT_MODEL",
+    "REPLY_CUT_NOTE",
     "UNAVAILABLE_REPLY",
     "Addressee",
     "AfterReplyReport",
@@ -105,6 +117,7 @@ class ChatService:
         lore_context_share: float = 0.15,
         lore_scan_depth: int = 2,
         recall_limit: int = 5,
+        reply_max_chars: int = 6000,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._llm = llm
@@ -118,6 +131,7 @@ class ChatService:
         self.lore_context_share = lore_context_share
         self.lore_scan_depth = lore_scan_depth  # messages a lorebook's keys are looked for in, by default
         self.recall_limit = recall_limit
+        self.reply_max_chars = reply_max_chars  # what one reply may post, whatever the model sends
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
         # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
         self._awaited = awaited
@@ -161,6 +175,7 @@ class ChatService:
                 await self.record_reply(reply, parts)
             if prepared.memories or again:  # a new answer's receipt replaces the old one's
                 await self._record_receipt(prepared)
+        await delivery.recorded()
         after = await self.after_reply(prepared.conversation_id)
         try:
             await delivery.remembered(after.remembered_message_ids)
@@ -297,7 +312,9 @@ class ChatService:
             budget=budget,
             model=cfg.model if cfg else None,
             name_speakers=request.guild_id is not None,
-            persona=_prompt_persona(personas.get(request.user_id), request.user_name),
+            # Without a persona of theirs, the model still knows the name they write under.
+            persona=_prompt_persona(personas.get(request.user_id), request.user_name)
+            or PromptPersona(speaker=request.user_name, name=request.user_name),
             others=[
                 p for i, name in others.items() if (p := _prompt_persona(personas.get(i), name)) is not None
             ],
@@ -308,7 +325,7 @@ class ChatService:
 
     # ------------------------------------------------------------------------ the reply
 
-    async def _stream(self, prepared: PreparedReply) -> AsyncIterator[str]:
+    async def _stream(self, prepared: PreparedReply) -> AsyncGenerator[str, None]:
         """The reply text in pieces as the model writes it; raises ChatModelMissingError."""
         if prepared.cfg is None or prepared.context is None:
             raise ChatModelMissingError(NO_CHAT_MODEL)
@@ -320,17 +337,24 @@ class ChatService:
         if prepared.cfg is None:
             return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
         pieces: list[str] = []
+        size = 0
         try:
-            async for piece in self._stream(prepared):
-                pieces.append(piece)
-                on_text(piece)
+            async with aclosing(self._stream(prepared)) as stream:
+                async for piece in stream:
+                    pieces.append(piece)
+                    on_text(piece)
+                    size += len(piece)
+                    if size > self.reply_max_chars:
+                        break  # a model ignoring max_tokens: the rest would be cut anyway
         except LLMUnavailableError as exc:
             log.warning("Chat model failed for %s: %s", prepared.personality.name, exc)
-            return ChatReply(UNAVAILABLE_REPLY, ok=False, prepared=prepared, error=str(exc))
+            # Cut partway (a deadline, a dropped stream): a half answer is not posted as a whole one.
+            notice = CUT_REPLY if pieces else UNAVAILABLE_REPLY
+            return ChatReply(notice, ok=False, prepared=prepared, error=str(exc))
         except LLMConfigError as exc:
             log.error("Chat model misconfigured for %s: %s", prepared.personality.name, exc)
             return ChatReply(MISCONFIGURED_REPLY, ok=False, prepared=prepared, error=str(exc))
-        text = clean_reply("".join(pieces))
+        text = cap_reply(clean_reply("".join(pieces)), self.reply_max_chars)
         if not text:
             return ChatReply(UNAVAILABLE_REPLY, ok=False, prepared=prepared, error="empty reply")
         return ChatReply(text, ok=True, prepared=prepared)
@@ -369,6 +393,15 @@ class ChatService:
         venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
         async with self._sessionmaker.begin() as session:
             return await reset_stored_conversation(session, personality_id, venue)
+
+    async def start_new_conversation(
+        self, *, personality_id: int, guild_id: str | None, channel_id: str | None, user_id: str
+    ) -> int | None:
+        """Open a new conversation here, with no earlier message in its context: the current one is set
+        aside, its log and memories kept, and its id returned (None when there was none)."""
+        venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
+        async with self._sessionmaker.begin() as session:
+            return await set_conversation_aside(session, personality_id, venue)
 
     async def conversation_title(
         self, *, personality_id: int, guild_id: str | None, channel_id: str | None, user_id: str

@@ -32,6 +32,10 @@ UNAVAILABLE_REPLY = "(I can't answer right now: my language model is unavailable
 MISCONFIGURED_REPLY = (
     "(I can't answer: my language model is misconfigured. An admin has been told in the logs.)"
 )
+# The model's stream stopped partway (its idle or total deadline): the partial answer is not posted.
+CUT_REPLY = "(My answer was cut off: my language model stopped partway through. Please ask again.)"
+# Ends a reply cut at the deployment's REPLY_MAX_CHARS (a model that ignores max_tokens).
+REPLY_CUT_NOTE = "\n\n(Reply cut at {limit:,} characters.)"
 
 
 class ChatModelMissingError(InvalidInputError):
@@ -83,8 +87,9 @@ class ChatReply:
 class ReplyDelivery(Protocol):
     """Where a turn's reply goes: sent to Discord, printed in the terminal, put in place of an earlier
     reply (🔄). The chat service calls it in this order: `writing` around the model's call (each piece
-    of text to `on_text` as it comes), `deliver` once, then `remembered` after formation. A class that
-    derives from it inherits the defaults (do nothing) of all but `deliver`."""
+    of text to `on_text` as it comes), `deliver` once, `recorded` once the reply is stored, then
+    `remembered` after formation. A class that derives from it inherits the defaults (do nothing) of
+    all but `deliver`."""
 
     def writing(self) -> AbstractAsyncContextManager[None]:
         """Held while the model writes (Discord's typing indicator); nothing by default."""
@@ -98,6 +103,11 @@ class ReplyDelivery(Protocol):
         """Show the reply, or its notice when it is not ok; returns the parts of an ok reply as they were
         sent, (external id, text) each, which the log stores as the reply (none: nothing was sent)."""
         ...
+
+    async def recorded(self) -> None:
+        """The delivered reply is stored in the log (the terminal's next prompt waits for it, so Ctrl-C
+        cannot lose it); nothing by default."""
+        return None
 
     async def remembered(self, message_ids: Sequence[str]) -> None:
         """These user messages just became memories (Discord's 📝); nothing by default."""
@@ -121,6 +131,18 @@ def count_with(cfg: ModelConfig | None, messages: list[dict[str, Any]]) -> int:
 def clean_reply(text: str) -> str:
     """Model output without chat-template tokens that could start a fake turn."""
     return strip_chat_template_tokens(text).strip()
+
+
+def cap_reply(text: str, limit: int) -> str:
+    """The reply within `limit` characters: whole, or cut at a word with a note that says it was cut."""
+    if len(text) <= limit:
+        return text
+    note = REPLY_CUT_NOTE.format(limit=limit)
+    head = text[: max(0, limit - len(note))]
+    space = head.rfind(" ")
+    if space > len(head) // 2:  # at a word, unless that throws most of it away
+        head = head[:space]
+    return head.rstrip() + note
 
 
 def reply_messages(

@@ -9,8 +9,7 @@ run these on raw user input, so they must never raise and never make the text lo
 from __future__ import annotations
 
 import re
-
-import emoji
+from types import ModuleType
 
 # --- Protecting what must survive cleaning -------------------------------------------------------
 
@@ -122,13 +121,22 @@ def _drop_action(match: re.Match[str]) -> str:
     return " " + " ".join(kept) + " " if kept else " "
 
 
+def _emoji() -> ModuleType:
+    # Imported on first use: loading its emoji data takes ~0.15 s, which commands that clean no text
+    # (recall, the chat's start) should not pay.
+    import emoji
+
+    return emoji
+
+
 def _drop_emoji(match: re.Match[str]) -> str:
-    return emoji.replace_emoji(match.group(), replace=" ")
+    dropped: str = _emoji().replace_emoji(match.group(), replace=" ")
+    return dropped
 
 
 def _is_shortcode(name: str) -> bool:
     # Any lettered name may be a server's custom emoji; digit-only ones (`:100:`) only if real.
-    return any(c.isalpha() for c in name) or emoji.emojize(f":{name}:", language="alias") != f":{name}:"
+    return any(c.isalpha() for c in name) or _emoji().emojize(f":{name}:", language="alias") != f":{name}:"
 
 
 def _drop_shortcodes(match: re.Match[str]) -> str:
@@ -279,9 +287,11 @@ def _unwrap_quotes(text: str) -> str:
 
 
 def clean_summary_output(text: str) -> str:
-    """Strip template tokens, reasoning, lead-ins like "Summary:", wrapping quotes and lone surrogates
-    from an LLM answer."""
-    text = _drop_reasoning(strip_chat_template_tokens(_LONE_SURROGATE_RE.sub("", text))).strip()
+    """Strip template tokens, reasoning, lead-ins like "Summary:", wrapping quotes, lone surrogates
+    and NULs from an LLM answer (either would stop the memory at its embedding or its row, every pass)."""
+    text = _drop_reasoning(
+        strip_chat_template_tokens(_LONE_SURROGATE_RE.sub("", text.replace("\x00", "")))
+    ).strip()
     for _ in range(8):  # "Sure! Here is the summary:\n\nSummary: ..." needs several rounds
         before = text
         text = _unwrap_quotes(_LEAD_IN_RE.sub("", text, count=1).strip())

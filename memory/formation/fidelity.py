@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from text_to_num import alpha2digit
-from wordfreq import zipf_frequency
 
 from memory.formation.cleaning import strip_chat_template_tokens
 
@@ -127,6 +126,10 @@ def zipf(word: str) -> float:
     """How common a word is; a hyphenated one as its rarest part ("bubble-wrap" is common)."""
     if "-" in word:
         return min(zipf(part) for part in word.split("-") if part) if word.strip("-") else 0.0
+    # Imported on the first fact checked: wordfreq and its language data take ~0.3 s to load, which a
+    # command that forms no memory (recall, the chat's start) should not pay.
+    from wordfreq import zipf_frequency
+
     frequency: float = zipf_frequency(word, "en")
     return frequency
 

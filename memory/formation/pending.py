@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import BigInteger, and_, exists, func, literal, or_, select, true, update
+from sqlalchemy import BigInteger, and_, any_, exists, func, literal, or_, select, true, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -27,6 +27,8 @@ from models import Message
 
 USER = MessageRole.USER.value
 REPLY = MessageRole.ASSISTANT.value
+# Replies read per answered message a batch takes: a reply sent in several parts is a row per part.
+PARTS_PER_REPLY = 4
 
 
 class AwaitedReplies:
@@ -71,13 +73,22 @@ async def read_ready(
     `in_flight` (batches of this pass being formed, not yet marked) count as remembered already."""
     in_conversation = Message.conversation_id == conversation_id
     pending = _pending(in_flight)
+    # The oldest pending replies, read in order from the pending index as far as the batch needs, then
+    # grouped: grouping every pending reply would read the whole backlog for each batch, and a large
+    # import's formation would slow down as it goes.
+    oldest = (
+        select(Message.id, Message.reply_to_id)
+        .where(in_conversation, pending, Message.role == REPLY)
+        .order_by(Message.id)
+        .limit(limit * PARTS_PER_REPLY)
+        .subquery()
+    )
     answered = list(
         (
             await session.scalars(
-                select(Message.reply_to_id)
-                .where(in_conversation, pending, Message.role == REPLY)
-                .group_by(Message.reply_to_id)
-                .order_by(func.min(Message.id))
+                select(oldest.c.reply_to_id)
+                .group_by(oldest.c.reply_to_id)
+                .order_by(func.min(oldest.c.id))
                 .limit(limit)
             )
         ).all()
@@ -135,19 +146,40 @@ async def _rows(session: AsyncSession, *where: ColumnElement[bool]) -> list[Mess
 async def _unanswered_before(
     session: AsyncSession, pending: ColumnElement[bool], conversation_id: int, targets: list[Message]
 ) -> list[Message]:
-    """The pending messages of the targets' authors, before their latest target, with no reply (yet)."""
+    """The pending messages of the targets' authors, before their latest target, with no reply (yet).
+
+    PostgreSQL cannot know that the pending messages before a batch are few (those before them were
+    remembered): planned as one query with NOT EXISTS, or with no lower bound on the ids, it scanned
+    the whole log for every batch. So the range starts at the conversation's oldest pending message
+    (a constant it can plan with), and the replies are checked by their index after.
+    """
     if not targets:
         return []
-    reply = aliased(Message)
-    return await _rows(
+    in_conversation = Message.conversation_id == conversation_id
+    oldest = await session.scalar(select(func.min(Message.id)).where(in_conversation, pending))
+    if oldest is None:
+        return []
+    before = await _rows(
         session,
-        Message.conversation_id == conversation_id,
+        in_conversation,
         pending,
         Message.role == USER,
         Message.author_id.in_({m.author_id for m in targets}),
+        Message.id >= oldest,
         Message.id < max(m.id for m in targets),
-        ~exists().where(reply.reply_to_id == Message.id),
     )
+    if not before:
+        return []
+    answered = set(
+        (
+            await session.scalars(
+                select(Message.reply_to_id).where(
+                    Message.reply_to_id == any_(literal([m.id for m in before], ARRAY(BigInteger)))
+                )
+            )
+        ).all()
+    )
+    return [m for m in before if m.id not in answered]
 
 
 async def _context_before(

@@ -31,6 +31,8 @@ from memory.formation.importer import (
     MAX_ID_CHARS,
     SkippedLine,
     TranscriptLine,
+    json_object,
+    jsonl_lines,
     line_error,
 )
 from memory.types import MessageRole
@@ -91,19 +93,12 @@ def parse_send_date(value: Any) -> datetime | None:
                 continue
     if moment is None:
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _record(raw: str, line_no: int) -> dict[str, Any]:
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     try:
-        record = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"line {line_no}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise InvalidInputError(f"line {line_no}: JSON nested too deeply") from None
-    if not isinstance(record, dict):
-        raise InvalidInputError(f"line {line_no}: expected a JSON object")
-    return record
+        moment.astimezone(UTC)  # stored in UTC: past year 9999 there, it is no date a chat was sent
+    except OverflowError:
+        return None
+    return moment
 
 
 def _name(value: Any) -> str | None:
@@ -132,11 +127,11 @@ def parse_sillytavern(text: str) -> SillyTavernChat:
     seen: Counter[str] = Counter()
     previous: datetime | None = None
     first = True
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    for line_no, raw in jsonl_lines(text):  # not splitlines(): JSON.stringify leaves U+2028 raw
         if not raw.strip():
             skipped.append(SkippedLine(line_no, "blank"))
             continue
-        record = _record(raw, line_no)
+        record = json_object(line_no, raw)
         if first:
             first = False
             if "mes" not in record:

@@ -164,9 +164,10 @@ class UserSettingsService:
 
         First the user's personas (a `persona` line each: the global one and those of the exported
         personalities), then one line per source message (id, role, content, timestamp, author,
-        user_id, channel_id, guild_id, and reply_to on a reply); the last line of each exchange also
-        carries the memory: its stored text, mode, summarizer and provenance. A memory whose messages
-        are gone is one user line of its text.
+        user_id, channel_id, guild_id, personality, and reply_to on a reply); the last line of each
+        exchange also carries the memory: its stored text, mode, summarizer and provenance. A memory
+        whose messages are gone is one user line of its text. Every line names its personality, so an
+        export of several imports back to each its own.
         """
         query = (
             select(Memory, Personality.name)
@@ -210,6 +211,7 @@ class UserSettingsService:
                         "user_id": memory.user_id,
                         "channel_id": memory.channel_id,
                         "guild_id": memory.guild_id,
+                        "personality": personality_name,
                     }
                     | ({"reply_to": external_ids[m.reply_to_id]} if m.reply_to_id in external_ids else {})
                     for m in messages
@@ -225,6 +227,7 @@ class UserSettingsService:
                             "user_id": memory.user_id,
                             "channel_id": memory.channel_id,
                             "guild_id": memory.guild_id,
+                            "personality": personality_name,
                         }
                     ]
                 records[-1]["memory"] = {
@@ -240,8 +243,18 @@ class UserSettingsService:
                     "is_dm": memory.is_dm,
                     "fidelity_misses": list(memory.fidelity_misses),
                 }
-                lines.extend(json.dumps(r, ensure_ascii=False) for r in records)
+                lines.extend(jsonl_line(r) for r in records)
         return lines
+
+
+# Characters JSON may hold raw but that end a line for str.splitlines() (and for JavaScript before
+# ES2019): written escaped, an export reads back line by line in any of them.
+_LINE_BREAKERS = {ord(c): f"\\u{ord(c):04x}" for c in "\u0085\u2028\u2029"}
+
+
+def jsonl_line(record: dict[str, Any]) -> str:
+    """One JSONL line: readable text (not ASCII-escaped), with the line breakers escaped."""
+    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKERS)
 
 
 async def _persona_lines(session: AsyncSession, user_id: str, personality_id: int | None) -> list[str]:
@@ -255,7 +268,7 @@ async def _persona_lines(session: AsyncSession, user_id: str, personality_id: in
     if personality_id is not None:
         query = query.where(or_(Persona.personality_id.is_(None), Persona.personality_id == personality_id))
     return [
-        json.dumps(
+        jsonl_line(
             {
                 "persona": {
                     "personality": personality_name,
@@ -263,8 +276,7 @@ async def _persona_lines(session: AsyncSession, user_id: str, personality_id: in
                     "pronouns": persona.pronouns,
                     "about": persona.about,
                 }
-            },
-            ensure_ascii=False,
+            }
         )
         for persona, personality_name in (await session.execute(query)).all()
     ]

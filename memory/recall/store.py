@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, any_, case, delete, exists, func, literal, or_, select, true, union_all, update
+from sqlalchemy import and_, any_, case, delete, func, literal, or_, select, true, union_all, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
@@ -128,10 +128,10 @@ def _logged_keyword_query() -> Any:  # a CompoundSelect, typed loosely as SQLAlc
             before.memory_excluded.is_(None),
             or_(
                 before.author_id == firsts.c.user_id,
-                # Correlated to this memory's row of `firsts`, not a cross join with every memory's.
-                exists()
-                .where(answered.id == before.reply_to_id, answered.author_id == firsts.c.user_id)
-                .correlate_except(answered),
+                # The author of the message it answers, read by its primary key for each line looked at:
+                # as EXISTS, PostgreSQL hashed every message of the user, a scan of the log per memory.
+                select(answered.author_id).where(answered.id == before.reply_to_id).scalar_subquery()
+                == firsts.c.user_id,
             ),
         )
         .order_by(before.id.desc())

@@ -131,3 +131,46 @@ async def test_an_upgrade_at_head_reads_one_row_and_a_stale_database_is_migrated
     await upgrade_database(scratch_engine)  # the recorded revision is not HEAD: Alembic upgrades it
     assert await current_revision(scratch_engine) == migrations.HEAD
     assert await _tables(scratch_engine) == EXPECTED_TABLES
+
+
+async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -> None:
+    """0005 keys a guild conversation that named no channel apart from the user's DMs, and a channel by
+    its guild; down again, each goes back to its old key where no other took it first."""
+    await upgrade_database(scratch_engine, "0005_i18_summary_fallback")
+    async with scratch_engine.begin() as connection:
+        await connection.execute(
+            text("INSERT INTO personalities (id, name, display_name) VALUES (1, 'lilith', 'Lilith')")
+        )
+        await connection.execute(
+            text(
+                "INSERT INTO conversations (id, personality_id, venue_key, guild_id, channel_id, is_dm) "
+                "VALUES "
+                "(1, 1, 'dm:42', 'G1', NULL, false), (2, 1, 'dm:43', NULL, 'd9', true), "
+                "(3, 1, 'ch:55', 'G1', '55', false)"
+            )
+        )
+    await upgrade_database(scratch_engine)
+    keys = "SELECT id, venue_key FROM conversations ORDER BY id"
+    async with scratch_engine.begin() as connection:
+        assert (await connection.execute(text(keys))).tuples().all() == [
+            (1, "g:G1:u:42"),
+            (2, "dm:43"),
+            (3, "ch:G1:55"),
+        ]
+        # Now a DM of user 42, and channel 55 of another guild, each a conversation of its own.
+        await connection.execute(
+            text(
+                "INSERT INTO conversations (id, personality_id, venue_key, guild_id, channel_id, is_dm) "
+                "VALUES "
+                "(4, 1, 'dm:42', NULL, NULL, true), (5, 1, 'ch:G2:55', 'G2', '55', false)"
+            )
+        )
+    await downgrade_database(scratch_engine, "0005_i18_summary_fallback")
+    async with scratch_engine.connect() as connection:
+        assert (await connection.execute(text(keys))).tuples().all() == [
+            (1, "g:G1:u:42"),  # its old key is the DM's now
+            (2, "dm:43"),
+            (3, "ch:55"),
+            (4, "dm:42"),
+            (5, "ch:G2:55"),  # channel 55's old key is guild G1's
+        ]

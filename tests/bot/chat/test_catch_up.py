@@ -244,3 +244,90 @@ async def test_a_process_reads_back_only_the_channels_of_its_own_shards(
 
     await start_bot(shard_count=2, shard_ids=[0])  # the other process
     assert len(discord_world.sent_by_bot(PLAIN_CHANNEL)) == 1 and len(discord_world.sent_by_bot(dm)) == 1
+
+
+async def test_an_older_missed_line_of_an_answered_user_is_remembered_with_their_newest(
+    discord_world: FakeDiscord,
+    start_bot: StartBot,
+    runtime: Any,
+    lilith: Personality,
+    llm_server: LLMTestServer,
+) -> None:
+    """Two users spoke twice each while the bot was away in a bound channel: each one's newest line is
+    answered, and the older line of each joins that answer's memory at once, with its 📝 (issue 20, 4)."""
+    llm_server.responder = lambda body: "Noted."
+    await bind(runtime, lilith, PLAIN_CHANNEL)
+    await stored_before(runtime, discord_world, lilith, "Lilith, hello.", user=ALICE, channel=PLAIN_CHANNEL)
+    said = [
+        discord_world.said_while_away(text, user=user, channel=PLAIN_CHANNEL, ago=timedelta(minutes=minutes))
+        for text, user, minutes in (
+            ("my umbrella is red", ALICE, 4),
+            ("my scarf is blue", BOB, 3),
+            ("Lilith, my train leaves at nine", ALICE, 2),
+            ("Lilith, my bus is 42", BOB, 1),
+        )
+    ]
+    umbrella, scarf, train, bus = said
+
+    await start_bot()
+
+    assert len(discord_world.sent_by_bot(PLAIN_CHANNEL)) == 2  # the newest line of each
+    for user, older, newest in ((ALICE, umbrella, train), (BOB, scarf, bus)):
+        sources = [
+            i for m in await remembered(runtime.user_settings, str(user)) for i in m["source_message_ids"]
+        ]
+        assert str(older.id) in sources and str(newest.id) in sources
+    assert {m.id for m in said} <= discord_world.reacted()
+    assert all(m.memory_processed_at is not None for m in await rows(runtime) if m.role == "user")
+
+
+async def test_missed_lines_that_name_a_personality_in_an_unbound_channel_are_read_back(
+    discord_world: FakeDiscord,
+    start_bot: StartBot,
+    runtime: Any,
+    lilith: Personality,
+    llm_server: LLMTestServer,
+) -> None:
+    """As the README promises: what was said to a personality while the bot was away is read back, in a
+    channel bound to nobody too; channels with nothing new are not read (issue 20, 5)."""
+    llm_server.responder = lambda body: "Pixel is a fine name."
+    discord_world.add_channel(LIBRARY, name="library", webhooks=False)
+    discord_world.said_while_away("quiet in here", channel=LIBRARY, ago=timedelta(hours=1))
+    await start_bot()
+    await discord_world.say("Lilith, hello.", channel=CHANNEL)  # the bot was up: the guild's last word
+    await discord_world.stop()
+    old = discord_world.said_while_away(
+        "Lilith, I repotted the fern.", user=BOB, channel=PLAIN_CHANNEL, ago=timedelta(0)
+    )
+    discord_world.said_while_away("just chatting", user=BOB, channel=PLAIN_CHANNEL, ago=timedelta(0))
+    discord_world.said_while_away("quiet in the library", user=BOB, channel=LIBRARY, ago=timedelta(0))
+    cat = discord_world.said_while_away(
+        "Lilith, while you were away: my cat is called Pixel",
+        user=BOB,
+        channel=PLAIN_CHANNEL,
+        ago=timedelta(0),
+    )
+    before = len(discord_world.requests)
+
+    await start_bot(missed_reply_minutes=10)
+
+    [reply] = discord_world.sent_by_bot(PLAIN_CHANNEL)  # the newest is answered, the one before remembered
+    assert reply.content == "**Lilith**\nPixel is a fine name."
+    sources = [i for m in await remembered(runtime.user_settings, str(BOB)) for i in m["source_message_ids"]]
+    assert str(old.id) in sources and str(cat.id) in sources
+    assert {old.id, cat.id} <= discord_world.reacted()
+    read = [
+        r.path for r in discord_world.requests[before:] if r.method == "GET" and r.path.endswith("/messages")
+    ]
+    # General had nothing new; the library only chatter, read once.
+    assert sorted(read) == [f"/channels/{PLAIN_CHANNEL}/messages", f"/channels/{LIBRARY}/messages"]
+
+    await discord_world.say("still chatting", user=BOB, channel=LIBRARY)  # live, naming nobody
+    await discord_world.reconnect()
+    before = len(discord_world.requests)
+    await discord_world.reconnect()  # read again: nothing stored or answered twice, nothing read twice
+    assert discord_world.sent_by_bot(PLAIN_CHANNEL) == [reply]
+    assert not [
+        r for r in discord_world.requests[before:] if r.method == "GET" and r.path.endswith("/messages")
+    ]
+    assert len([m for m in await rows(runtime) if m.author_id == str(BOB)]) == 2

@@ -12,9 +12,10 @@ from sqlalchemy import delete
 from sqlalchemy.exc import OperationalError
 
 from bot.chat.answering import FAILURE_NOTICE
+from memory.chat.service import CUT_REPLY, REPLY_CUT_NOTE
 from models import Personality
 from testkit.fake_discord import CHANNEL, PLAIN_CHANNEL, FakeDiscord
-from testkit.llm_server import LLMTestServer
+from testkit.llm_server import LLMTestServer, Trickle
 from tests.bot.state import rows
 from tests.memory.chat.memories import remembered
 
@@ -47,6 +48,53 @@ async def test_a_refused_webhook_answers_as_the_bot(
     [reply] = fake_discord.sent_by_bot(CHANNEL)
     assert reply.webhook_id is None and reply.content == "**Lilith**\nStill here."
     assert [m.content for m in await rows(runtime) if m.role == "assistant"] == ["Still here."]
+
+
+async def test_any_refusal_of_the_webhook_answers_as_the_bot(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    """Discord refuses a webhook message with 400 when its name holds "clyde" or "discord", among other
+    reasons: the reply comes as the bot's own message all the same (issue 20, 19)."""
+    llm_server.responder = lambda body: "Still here."
+    await fake_discord.say("Lilith, one")  # the webhook exists
+    fake_discord.fail("POST", r"/webhooks/\d+/[^/]+", 400, 50035, "Invalid Form Body")
+    said = await fake_discord.say("Lilith, two")
+    reply = fake_discord.sent_by_bot(CHANNEL)[-1]
+    assert reply.webhook_id is None and reply.content == "**Lilith**\nStill here."
+    assert [m.content for m in await rows(runtime) if m.role == "assistant"] == ["Still here.", "Still here."]
+    assert said.id in fake_discord.reacted()
+
+
+async def test_a_reply_longer_than_the_cap_is_cut_and_says_so(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    """A model that ignores max_tokens (200,000 characters) posts at most REPLY_MAX_CHARS, and the reply
+    says it was cut; what was posted is what is stored and remembered (issue 20, 20)."""
+    llm_server.responder = lambda body: " ".join(f"word{i}" for i in range(20_000))
+    cap = runtime.settings.reply_max_chars
+    said = await fake_discord.say("Lilith, tell me everything.", channel=PLAIN_CHANNEL)
+    parts = fake_discord.sent_by_bot(PLAIN_CHANNEL)
+    text = "".join(p.content for p in parts).removeprefix("**Lilith**\n")
+    assert len(parts) <= cap // 1000 and len(text) <= cap  # unbounded, 200,000 characters were 100 messages
+    assert text.startswith("word0 word1 ") and text.endswith(REPLY_CUT_NOTE.format(limit=cap).strip())
+    stored = "".join(m.content for m in await rows(runtime) if m.role == "assistant")
+    assert stored == text
+    assert said.id in fake_discord.reacted()
+
+
+async def test_a_stream_cut_at_its_deadline_is_told_in_the_channel(
+    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    """The model sends a word, then nothing for longer than its idle deadline: the partial answer is not
+    posted as if it were whole, the user reads that it was cut, and the message waits to be answered
+    (issue 20, 8)."""
+    llm_server.responder = lambda body: "Once upon a time"
+    llm_server.script(Trickle(interval=30))
+    said = await fake_discord.say("Lilith, a story please.", channel=PLAIN_CHANNEL)
+    [notice] = fake_discord.sent_by_bot(PLAIN_CHANNEL)
+    assert notice.content == "**Lilith**\n" + CUT_REPLY
+    assert [(m.role, m.content) for m in await rows(runtime)] == [("user", "Lilith, a story please.")]
+    assert said.id not in fake_discord.reacted()
 
 
 async def test_a_webhook_deleted_by_someone_is_made_again(

@@ -239,3 +239,28 @@ async def test_unknown_personality_and_bad_choice(fake_discord: FakeDiscord) -> 
     bad = await fake_discord.command("memory settings", user=ALICE, summarization="sometimes")
     assert bad.reply.ephemeral
     assert "summarization" in bad.text.lower(), bad.text
+
+
+async def test_each_search_hit_shows_its_own_words_beside_its_id(
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+) -> None:
+    """A hit recalled with its neighbouring exchanges shows, beside its id, only what it holds itself: a
+    user picks the right memory to forget (issue 20, 6)."""
+    await seed_memories(
+        runtime,
+        sage,
+        str(ALICE),
+        exchanges=(
+            ("I moved to Porto in May.", "Porto, lovely."),
+            ("My dog is called Biscuit.", "Biscuit, sweet."),
+            ("I bake sourdough on Sundays.", "Sourdough, nice."),
+        ),
+    )
+    found = await fake_discord.command("memory search", user=ALICE, query="Biscuit", personality="sage")
+    own = {str(m.id): m.content for m in await live_memories(runtime, ALICE)}
+    shown = [line for line in found.text.splitlines() if line.startswith("`")]
+    assert shown and "Biscuit" in shown[0]
+    for line in shown:
+        memory_id = line[1 : line.index("`", 1)]
+        words = line.split(": ", 1)[1].rstrip("…").strip()
+        assert own[memory_id].startswith(words[:20]), (line, own[memory_id])

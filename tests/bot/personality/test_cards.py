@@ -7,7 +7,9 @@ import base64
 import io
 import json
 from typing import Any
+from unittest.mock import AsyncMock
 
+import aiohttp
 import pytest
 from PIL import Image
 from sqlalchemy import func, select
@@ -259,3 +261,20 @@ async def test_a_v3_card_exports_as_v3_in_json_or_in_a_png_and_imports_back_equa
     await import_card(fake_discord, picture.data, "seraphina.png")
     [copy] = await personalities(runtime)
     assert (copy.name, copy.system_prompt, copy.card) == ("seraphina", original.system_prompt, original.card)
+
+
+async def test_an_unexpected_failure_while_hosting_the_picture_leaves_nothing_behind(
+    fake_discord: FakeDiscord, runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discord's connection dropped while the picture became an emoji: the import fails whole, no
+    personality, no emoji, and the user reads one line (issue 20, 7)."""
+    dropped = AsyncMock(side_effect=aiohttp.ServerDisconnectedError())
+    monkeypatch.setattr(fake_discord.bot, "create_application_emoji", dropped)
+    reply = await import_card(fake_discord, card_png(SERAPHINA_V2))
+    dropped.assert_awaited_once()
+    assert reply.reply.ephemeral and "\n" not in reply.text and "Traceback" not in reply.text
+    assert await personalities(runtime) == []
+    assert fake_discord.emojis == {}
+    monkeypatch.undo()  # the connection is back: the same card imports
+    again = await import_card(fake_discord, card_png(SERAPHINA_V2))
+    assert "Imported **Seraphina**" in again.text

@@ -59,6 +59,14 @@ async def test_places_are_bound_channels_and_dm_channels_read_on_from_the_newest
     assert places["200"].after_message_id is None and places["200"].since is not None  # since bound
     assert places["300"].after_message_id == 5000
 
+    # The channels the bot can read in its guilds: each after its own newest, or its guild's; a guild
+    # where nothing is stored gives nothing to read on from.
+    readable = {"7": ["100", "500", "600"], "8": ["700"]}
+    places = {p.channel_id: p for p in await MissedMessageLog(sessionmaker).places_to_read(readable)}
+    assert sorted(places) == ["100", "200", "300", "500", "600"]
+    assert places["500"].after_message_id == 6000  # named there, never bound: its own newest
+    assert places["600"].after_message_id == 6000  # nothing stored there: the guild's newest
+
 
 def test_only_recent_missed_messages_deserve_an_answer() -> None:
     window = timedelta(minutes=10)

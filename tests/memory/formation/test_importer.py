@@ -1,4 +1,4 @@
-"""Transcript validation: every line checked before anything is stored, each problem named by its line."""
+"""Transcript validation: every line checked as it is read, each problem named by its line."""
 
 from __future__ import annotations
 
@@ -67,7 +67,6 @@ def test_an_exports_persona_lines_are_read_past_not_refused() -> None:
             {"id": "b", "role": "user", "content": "x" * (MAX_CONTENT_CHARS + 1)},
             f"line 2: 'content' is over {MAX_CONTENT_CHARS} characters",
         ),
-        ({"id": "a", "role": "user", "content": "x"}, "line 2: id 'a' appears twice in the file"),
         (
             {"id": "b", "role": "user", "content": "x", "timestamp": "soon"},
             "line 2: 'timestamp' is not ISO-8601",
@@ -92,3 +91,63 @@ def test_an_oversized_transcript_is_refused_before_it_is_read(tmp_path: Path) ->
     fits = tmp_path / "fits.jsonl"
     fits.write_text('{"id": "1", "role": "user", "content": "hello"}\n', encoding="utf-8")
     assert len(read_transcript(fits)[0]) == 1
+
+
+@pytest.mark.parametrize("breaker", ["\u2028", "\u2029", "\u0085"])
+def test_a_line_separator_inside_a_string_stays_in_its_line(breaker: str) -> None:
+    """JSONL lines end at "\\n" only: U+2028, U+2029 and U+0085 may stand raw in a JSON string (an
+    export of what users said holds them), where str.splitlines() would cut the line."""
+    said = {"id": "1", "role": "user", "content": f"a{breaker}b"}
+    text = (
+        json.dumps(said, ensure_ascii=False)
+        + "\r\n"
+        + json.dumps({"id": "2", "role": "assistant", "content": "c"})
+    )
+    lines, skipped = parse_transcript(text)
+    assert [(line.line_no, line.content) for line in lines] == [(1, f"a{breaker}b"), (2, "c")]
+    assert skipped == 0
+
+
+def test_a_byte_order_mark_at_the_start_is_read_past(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + jsonl({"id": "1", "role": "user", "content": "hi"}).encode())
+    assert [line.content for line in read_transcript(path)[0]] == ["hi"]
+    assert [
+        line.id for line in parse_transcript("\ufeff" + jsonl({"id": "1", "role": "user", "content": "x"}))[0]
+    ] == ["1"]
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (
+            '{"id": "b", "role": "user", "content": "x", "n": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "line 2: JSON nested too deeply",
+        ),
+        (
+            '{"id": ' + "9" * 5000 + ', "role": "user", "content": "x"}',
+            "line 2: not valid JSON (a number longer than 4300 digits)",
+        ),
+        (
+            {"id": "b", "role": "user", "content": "x", "timestamp": "9999-12-31T23:59:59-12:00"},
+            "line 2: 'timestamp' is out of range (years 1 to 9999 in UTC)",
+        ),
+        (
+            {"id": "b", "role": "user", "content": "x", "timestamp": "0001-01-01T00:00:00+14:00"},
+            "line 2: 'timestamp' is out of range (years 1 to 9999 in UTC)",
+        ),
+        (
+            {"id": "b\u0000", "role": "user", "content": "x"},
+            "line 2: 'id' holds a NUL or an unpaired surrogate",
+        ),
+        (
+            {"id": "b", "role": "user", "content": "x", "user_id": "\ud800"},
+            "line 2: 'user_id' holds a NUL or an unpaired surrogate",
+        ),
+    ],
+)
+def test_values_past_what_can_be_stored_are_refused_in_one_line(record: object, message: str) -> None:
+    text = jsonl({"id": "a", "role": "user", "content": "fine"}, record)
+    with pytest.raises(InvalidInputError) as info:
+        parse_transcript(text)
+    assert str(info.value) == message

@@ -136,11 +136,14 @@ async def test_a_reply_without_a_channel_is_filed_with_the_message_it_answers(
         ({"reply_to": "2"}, "line 3: reply_to '2' is not a user message"),
     ],
 )
-def test_a_reply_to_that_names_no_earlier_user_line_is_refused(reply: dict[str, str], message: str) -> None:
+async def test_a_reply_to_that_names_no_earlier_user_line_is_refused(
+    runtime: Any, lilith: Personality, reply: dict[str, str], message: str
+) -> None:
     lines = [ALICE_ASKS, {**TO_ALICE, "id": "2"}, {**TO_BOB, "id": "3", **reply}, {**BOB_ASKS, "id": "4"}]
     with pytest.raises(InvalidInputError) as info:
-        parse_transcript("\n".join(json.dumps(line) for line in lines))
+        await import_text(runtime, lilith, "\n".join(json.dumps(line) for line in lines))
     assert str(info.value) == message
+    assert await links(runtime) == {}  # nothing stored
 
 
 async def test_a_reply_to_in_another_channel_is_refused(runtime: Any, lilith: Personality) -> None:

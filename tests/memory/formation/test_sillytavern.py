@@ -102,6 +102,8 @@ def test_ids_are_stable_and_a_repeated_message_keeps_its_own() -> None:
         ("1795366260000", datetime(2026, 11, 22, 16, 51, tzinfo=UTC)),
         (1795366260, datetime(2026, 11, 22, 16, 51, tzinfo=UTC)),
         (10**30, None),
+        ("9999-12-31T23:59:59-12:00", None),  # past year 9999 in UTC: none of its forms
+        ("0001-01-01T00:00:00+14:00", None),
         ("yesterday", None),
         ("2026-13-40 @16h 51m 03s", None),
         (True, None),
@@ -137,6 +139,25 @@ def test_bad_lines_are_named(text: str, problem: str) -> None:
     with pytest.raises(InvalidInputError) as caught:
         parse_sillytavern(text)
     assert str(caught.value) == problem
+
+
+def test_what_json_stringify_leaves_raw_stays_in_its_message() -> None:
+    """JSON.stringify writes U+2028 and U+2029 raw, and an editor may add a byte order mark."""
+    said = "line one\u2028line two\u2029and \u0085 three"
+    text = "\ufeff" + st_chat(message(said, True), message("noted", False)).replace("\n", "\r\n")
+    text = text.replace(json.dumps(said), json.dumps(said, ensure_ascii=False))
+    assert said in text  # raw, as SillyTavern saves it
+    chat = parse_sillytavern(text)
+    assert [line.content for line in chat.lines] == [said, "noted"] and chat.skipped == 0
+
+
+def test_a_send_date_past_the_years_a_database_keeps_takes_the_time_before_it() -> None:
+    chat = parse_sillytavern(
+        st_chat(
+            message("hi", True, "2026-11-22T16:52:10Z"), message("hello", False, "9999-12-31T23:59:59-12:00")
+        )
+    )
+    assert [line.timestamp for line in chat.lines] == [datetime(2026, 11, 22, 16, 52, 10, tzinfo=UTC)] * 2
 
 
 def test_a_chat_without_its_metadata_line_is_read_too() -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError
@@ -172,3 +172,58 @@ async def test_in_fresh_mode_a_reply_recalls_nothing_and_memories_still_form(
         assert len(await memory.recall(**question, for_reply=True)) == 1
     finally:
         await index.close()
+
+
+BREAKERS = "\u2028\u2029\u0085"
+
+
+async def test_a_whole_account_export_restores_each_memory_to_its_own_personality(runtime: Any) -> None:
+    """Two personalities remember the same user from transcripts that reuse ids, in words holding every
+    character str.splitlines() breaks at; the export reads back line by line and, imported without
+    naming a personality, gives each memory back to its own."""
+    lilith, _ = await runtime.personalities.create("Lilith")
+    sage, _ = await runtime.personalities.create("Sage")
+    for personality, where in ((lilith, {"guild_id": "7", "channel_id": "55"}), (sage, {})):
+        transcript = "\n".join(
+            json.dumps(line)
+            for i in range(3)
+            for line in (
+                {
+                    "id": f"u{i}",
+                    "role": "user",
+                    "content": f"{personality.name} {i}{BREAKERS}x",
+                    "user_id": "A",
+                    **where,
+                },
+                {
+                    "id": f"r{i}",
+                    "role": "assistant",
+                    "content": f"heard {i}{BREAKERS}",
+                    "reply_to": f"u{i}",
+                    **where,
+                },
+            )
+        )
+        lines, _ = parse_transcript(transcript)
+        await runtime.importer.import_lines(
+            lines, personality_id=personality.id, personality_user_id="bot", default_user_id=None
+        )
+    memory_columns = "personality_id, user_id, guild_id, channel_id, is_dm, content, source_message_ids"
+
+    async def memories() -> list[tuple[Any, ...]]:
+        async with runtime.sessionmaker() as session:
+            rows = await session.execute(text(f"SELECT {memory_columns} FROM memories ORDER BY content"))
+            return [tuple(row) for row in rows]
+
+    before = await memories()
+    assert len(before) == 6 and {row[0] for row in before} == {lilith.id, sage.id}
+    exported = await runtime.user_settings.export_lines(user_id="A")
+    assert all(line.splitlines() == [line] for line in exported)
+
+    async with runtime.sessionmaker.begin() as session:  # a fresh deployment's log and memories
+        await session.execute(text("DELETE FROM memories"))
+        await session.execute(text("DELETE FROM conversations"))
+    lines, _ = parse_transcript("\n".join(exported))
+    report = await runtime.importer.import_lines(lines, default_user_id=None)
+    assert (report.messages_new, report.formation.memories) == (12, 6)
+    assert await memories() == before

@@ -23,6 +23,7 @@ from tests.memory.test_service import add_chat, add_personality, make_service
 ROOT = Path(__file__).resolve().parents[3]
 ROLEPLAY = ROOT / "bench" / "data" / "seraphina_sillytavern.jsonl"  # a SillyTavern chat, user Kael
 SAGE = ROOT / "examples" / "sage.jsonl"
+EVAL = ROOT / "bench" / "data" / "eval_conversations.jsonl"  # three users with Mira
 UNRELATED = (
     "quantum chromodynamics lecture",
     "the boiling point of mercury",
@@ -126,3 +127,46 @@ async def test_a_question_about_the_user_prefers_what_they_said_themselves(
 
 def _vector(indices: list[int]) -> SparseVector:
     return SparseVector(indices=indices, values=[1.0] * len(indices))
+
+
+async def imported_eval(sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService) -> int:
+    """bench.recall_questions' eval chat (three users with Mira), verbatim; the personality's id."""
+    personality, _ = await PersonalityService(sessionmaker).create(
+        "mira", display_name="Mira", memory_mode=MemoryMode.VERBATIM
+    )
+    lines, skipped = read_transcript(EVAL)
+    await TranscriptImporter(sessionmaker, service.formation).import_lines(
+        lines,
+        personality_id=personality.id,
+        personality_user_id="personality:mira",
+        default_user_id=None,
+        skipped_lines=skipped,
+    )
+    return personality.id
+
+
+async def test_a_question_about_the_user_finds_what_they_said_in_other_words(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    # The user asks in their own paraphrase: "herb" for "cilantro", "make" for "a raise ... a month".
+    personality_id = await imported_eval(sessionmaker, service)
+
+    async def first(query: str) -> list[str]:
+        found = await service.recall(personality_id=personality_id, user_id="u1", query=query, limit=5)
+        return found[0].source_message_ids
+
+    # "also I hate cilantro. tastes like soap", against "I have to stand on one foot".
+    assert "e-0131" in await first("which herb can't I stand")
+    # "they finally gave me a raise!!! $3,450 a month", against "I'm a sound engineer at Lowtide".
+    assert "e-0041" in await first("how much do I make per month")
+
+
+async def test_the_memory_holding_the_noun_asked_about_comes_first(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    personality_id = await imported_eval(sessionmaker, service)
+    found = await service.recall(
+        personality_id=personality_id, user_id="u2", query="what's my sister's address", limit=5
+    )
+    # "Leila sent me her address ... Rua das Flores 88", against "my sister Leila lives in Porto".
+    assert "Rua das Flores" in found[0].content

@@ -7,8 +7,8 @@
   restating a forgotten claim, left out of recall.
 - user_settings.fresh: replies use no long-term memories.
 
-Revision ID: 0006_i21_receipts_corrections
-Revises: 0005_i18_summary_fallback
+Revision ID: 0007_i21_receipts_corrections
+Revises: 0006_i20_venue_keys
 Create Date: 2026-11-26 10:00:00
 """
 
@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0006_i21_receipts_corrections"
-down_revision: str | None = "0005_i18_summary_fallback"
+revision: str = "0007_i21_receipts_corrections"
+down_revision: str | None = "0006_i20_venue_keys"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
