@@ -144,6 +144,9 @@ def lever_off() -> Iterator[None]:
     async def keep_all(store: Any, conversation: Any, formed: Any, rows: Any, vectors: Any) -> Screened:
         return Screened(rows=list(rows), vectors=list(vectors), formed=list(formed))
 
+    def as_ranked(ranked: Any, vectors: Any, names: Any = ()) -> list[Any]:
+        return list(ranked)
+
     def by_score_and_recency(read: Any, scores: Any) -> list[Any]:
         return sorted(read, key=lambda m: (-scores.get(m.id, 0.0), -m.occurred_at.timestamp(), m.id))
 
@@ -151,6 +154,7 @@ def lever_off() -> Iterator[None]:
         for module, name, value in (
             (forming, "screen_batch", keep_all),
             (search, "one_of_each", list),
+            (search, "restatements_last", as_ranked),
             (search, "by_score", by_score_and_recency),
         ):
             original = getattr(module, name)

@@ -221,6 +221,14 @@ class EdgeVectorIndex(VectorIndex):
         results = await asyncio.to_thread(shard.query_batch, batch)
         return [[ScoredId(id=as_uuid(hit.id), score=hit.score) for hit in hits] for hits in results]
 
+    async def dense_vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[float]]:
+        """The dense vectors of these points by id (see VectorIndex.dense_vectors)."""
+        if not ids:
+            return {}
+        shard = self._require_shard()
+        records = await asyncio.to_thread(shard.retrieve, list(ids), False, [DENSE_VECTOR])
+        return {as_uuid(r.id): list(r.vector[DENSE_VECTOR]) for r in records if isinstance(r.vector, dict)}
+
     async def _scroll_page(
         self, personality_id: int | None, offset: ScrollOffset, limit: int
     ) -> tuple[list[uuid.UUID], ScrollOffset]:

@@ -144,6 +144,10 @@ class VectorIndex(abc.ABC):
         """For each (vector name, query vector), its `limit` nearest points within flt, best first."""
 
     @abc.abstractmethod
+    async def dense_vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[float]]:
+        """The dense vectors of these points by id; an id not in the index is absent."""
+
+    @abc.abstractmethod
     async def recreate(self, dense_dim: int) -> None:
         """Drop every point and start an empty collection of dense_dim (a full rebuild, a new model)."""
 
@@ -261,6 +265,9 @@ class IndexOpenedWhenUsed(VectorIndex):
         self, queries: list[tuple[str, QueryVector]], flt: RecallFilter, limit: int
     ) -> list[list[ScoredId]]:
         return await self._opened()._nearest(queries, flt, limit)
+
+    async def dense_vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[float]]:
+        return await self._opened().dense_vectors(ids)
 
     async def recreate(self, dense_dim: int) -> None:
         await self._opened().recreate(dense_dim)

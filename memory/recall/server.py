@@ -145,6 +145,19 @@ class QdrantServerIndex(VectorIndex):
         results = await self._client.query_batch_points(self._collection, requests=requests)
         return [[ScoredId(id=as_uuid(p.id), score=p.score) for p in result.points] for result in results]
 
+    async def dense_vectors(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[float]]:
+        """The dense vectors of these points by id (see VectorIndex.dense_vectors)."""
+        if not ids:
+            return {}
+        records = await self._client.retrieve(
+            self._collection, ids=[str(i) for i in ids], with_payload=False, with_vectors=[DENSE_VECTOR]
+        )
+        return {
+            as_uuid(r.id): [float(x) for x in r.vector[DENSE_VECTOR]]  # type: ignore[index,union-attr]
+            for r in records
+            if isinstance(r.vector, dict)
+        }
+
     async def _scroll_page(
         self, personality_id: int | None, offset: ScrollOffset, limit: int
     ) -> tuple[list[uuid.UUID], ScrollOffset]:
