@@ -9,6 +9,7 @@ import fcntl
 import logging
 import os
 import shutil
+import typing
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -227,7 +228,12 @@ class EdgeVectorIndex(VectorIndex):
             return {}
         shard = self._require_shard()
         records = await asyncio.to_thread(shard.retrieve, list(ids), False, [DENSE_VECTOR])
-        return {as_uuid(r.id): list(r.vector[DENSE_VECTOR]) for r in records if isinstance(r.vector, dict)}
+        found: dict[uuid.UUID, list[float]] = {}
+        for record in records:
+            vector = record.vector.get(DENSE_VECTOR) if isinstance(record.vector, dict) else None
+            if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
+                found[as_uuid(record.id)] = typing.cast(list[float], vector)
+        return found
 
     async def _scroll_page(
         self, personality_id: int | None, offset: ScrollOffset, limit: int

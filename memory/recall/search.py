@@ -356,13 +356,14 @@ def restatements_last(
     ranked: Sequence[StoredMemory], vectors: Mapping[uuid.UUID, Sequence[float]], names: Collection[str] = ()
 ) -> list[StoredMemory]:
     """The memories in order, each that restates one kept above it moved after all the others (see
-    SAME_FACTS_CLOSENESS); the participants' `names` are in every memory, no facts of one."""
+    SAME_FACTS_CLOSENESS); a pin keeps its place. The participants' `names` are in every memory, no
+    facts of one."""
     spoken = {name.casefold() for name in names}
     kept: list[tuple[np.ndarray, frozenset[str]]] = []
     first, later = [], []
     for memory in ranked:
         vector = vectors.get(memory.id)
-        if vector is None:
+        if vector is None or memory.pinned:
             first.append(memory)
             continue
         unit = np.asarray(vector, dtype=np.float32)
@@ -376,7 +377,9 @@ def restatements_last(
     return first + later
 
 
-def _restates(vector: np.ndarray, facts: frozenset[str], other: np.ndarray, other_facts: frozenset[str]) -> bool:
+def _restates(
+    vector: np.ndarray, facts: frozenset[str], other: np.ndarray, other_facts: frozenset[str]
+) -> bool:
     return float(vector @ other) >= SAME_FACTS_CLOSENESS and _telling(facts) and facts == other_facts
 
 
@@ -394,7 +397,9 @@ _LABEL = re.compile(r"^[^\s:][^\n:]{0,39}?:[ \t]", re.MULTILINE)
 def _facts(text: str) -> frozenset[str]:
     """The names and numbers a memory's text holds, its speakers' labels left out."""
     found = (m.group(1) or m.group(2) for m in _FACT.finditer(_LABEL.sub("", text)))
-    return frozenset(f.casefold().removesuffix("'s").removesuffix("’s") for f in found if f not in {"I", "I'm"})
+    return frozenset(
+        f.casefold().removesuffix("'s").removesuffix("’s") for f in found if f not in {"I", "I'm"}
+    )
 
 
 def pins_first(ranked: Sequence[StoredMemory], about: Collection[uuid.UUID]) -> list[StoredMemory]:

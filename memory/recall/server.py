@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import typing
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -152,11 +153,12 @@ class QdrantServerIndex(VectorIndex):
         records = await self._client.retrieve(
             self._collection, ids=[str(i) for i in ids], with_payload=False, with_vectors=[DENSE_VECTOR]
         )
-        return {
-            as_uuid(r.id): [float(x) for x in r.vector[DENSE_VECTOR]]  # type: ignore[index,union-attr]
-            for r in records
-            if isinstance(r.vector, dict)
-        }
+        found: dict[uuid.UUID, list[float]] = {}
+        for record in records:
+            vector = record.vector.get(DENSE_VECTOR) if isinstance(record.vector, dict) else None
+            if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
+                found[as_uuid(record.id)] = typing.cast(list[float], vector)
+        return found
 
     async def _scroll_page(
         self, personality_id: int | None, offset: ScrollOffset, limit: int

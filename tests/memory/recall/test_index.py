@@ -110,9 +110,17 @@ async def test_implementations_keep_the_protocol_signatures(index: VectorIndex) 
     assert not inspect.isabstract(type(index))
     members = [name for name, member in vars(VectorIndex).items() if callable(member) and name[:2] != "__"]
     assert {"_nearest", "_scroll_page"} <= set(members)
-    assert {"ensure_collection", "upsert", "delete", "search", "recreate", "ids", "count", "close"} <= set(
-        members
-    )
+    assert {
+        "ensure_collection",
+        "upsert",
+        "delete",
+        "search",
+        "dense_vectors",
+        "recreate",
+        "ids",
+        "count",
+        "close",
+    } <= set(members)
     for name in members:
         assert inspect.signature(getattr(type(index), name)) == inspect.signature(
             getattr(VectorIndex, name)
@@ -144,6 +152,22 @@ async def test_upsert_then_search_roundtrip(index: VectorIndex) -> None:
     assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # cosine of identical directions
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert {h.id for h in hits} == {p.id for p in points}
+
+
+async def test_dense_vectors_are_read_back_by_id(index: VectorIndex) -> None:
+    points = [point(axis(i, wobble=0.5)) for i in range(3)]
+    await index.upsert(points)
+    absent = uuid.uuid4()
+
+    found = await index.dense_vectors([points[0].id, points[2].id, absent])
+
+    assert set(found) == {points[0].id, points[2].id}
+    for p in (points[0], points[2]):
+        stored = found[p.id]
+        # Stored unit-length (cosine distance) and as float16: the direction comes back.
+        norm = sum(x * x for x in p.dense) ** 0.5
+        assert stored == pytest.approx([x / norm for x in p.dense], abs=2e-3)
+    assert await index.dense_vectors([]) == {}
 
 
 async def test_limit_bounds_the_hits(index: VectorIndex) -> None:

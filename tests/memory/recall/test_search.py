@@ -3,6 +3,7 @@ dense query without the participants' names (more end-to-end recall in tests/mem
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
@@ -25,6 +26,7 @@ from memory.recall.search import (
     fuse,
     one_of_each,
     pins_first,
+    restatements_last,
     with_context,
 )
 from memory.service import MemoryService
@@ -174,6 +176,51 @@ async def service(
 
 
 TOPICS = ["the weather", "my garden", "Zephyrine's wedding", "the dress I wore", "the cake", "my commute"]
+
+
+def test_a_hit_restating_one_above_it_in_the_same_names_and_numbers_goes_after_the_others() -> None:
+    close, also_close, far = [1.0, 0.0, 0.0], [0.9, 0.43, 0.0], [0.0, 0.0, 1.0]
+    E, F = uuid.UUID(int=5), uuid.UUID(int=6)
+    ranked = [
+        read(A, content="Alice: I was born on May 12th.\nSage: Noted!"),
+        read(B, content="Alice: My birthday is on 12 May.\nSage: Lovely!"),  # says A again
+        read(C, content="Alice: My rent is 950 pounds.\nSage: Noted!"),
+        read(D, content="Alice: My grandma turns 91 on 12 May."),  # other numbers
+        read(E, content="Alice: I practised fencing.\nSage: Noted!"),  # no names, no numbers
+        read(F, content="Alice: I practised karate.\nSage: Noted!"),
+    ]
+    vectors = {A: close, B: also_close, C: far, D: also_close, E: [0.0, 1.0, 0.0], F: [0.0, 1.0, 0.0]}
+
+    assert [m.id for m in restatements_last(ranked, vectors)] == [A, C, D, E, F, B]
+    # Far apart in meaning, the same facts are not a restatement; nor one name alone ("Alice" is a
+    # participant's anyway); a pin keeps its place; a memory the index has no vector of too.
+    assert [m.id for m in restatements_last(ranked[:2], {A: close, B: far})] == [A, B]
+    named = [read(A, content="Alice: LGBTQ art show"), read(B, content="Alice: the LGBTQ group")]
+    assert [m.id for m in restatements_last(named, {A: close, B: close}, ["Alice"])] == [A, B]
+    pinned = [ranked[0], dataclasses.replace(ranked[1], pinned=True), ranked[2]]
+    assert [m.id for m in restatements_last(pinned, vectors)] == [A, B, C]
+    assert [m.id for m in restatements_last(ranked[:3], {A: close})] == [A, B, C]
+
+
+async def test_recall_puts_a_restatement_in_other_words_after_the_memories_that_say_something_else(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    p = await add_personality(sessionmaker, "Sage")
+    said = ["I was born on May 12th.", "My birthday is on 12 May.", "May is my favourite month for a party."]
+    for n, line in enumerate(said):
+        await add_chat(sessionmaker, p, [("user", line), ("assistant", "Noted!")], prefix=f"s{n}-")
+    await service.form_pending()
+    rows = {m.content.split("\n")[0].removeprefix("Alice: "): m.id for m in await memories(sessionmaker)}
+    assert len(rows) == 3  # formation kept both wordings: "born" is not "birthday"
+
+    found = await service.recall(personality_id=p.id, user_id="u1", query="When is my birthday?", limit=3)
+
+    order = [m.id for m in found]
+    assert set(order[:2]) == {rows[said[0]], rows[said[2]]} or set(order[:2]) == {
+        rows[said[1]],
+        rows[said[2]],
+    }
+    assert order[2] in {rows[said[0]], rows[said[1]]}
 
 
 async def test_the_best_memories_come_with_the_exchanges_around_them(
