@@ -197,6 +197,12 @@ def test_a_hit_restating_one_above_it_in_the_same_names_and_numbers_goes_after_t
     assert [m.id for m in restatements_last(ranked[:2], {A: close, B: far})] == [A, B]
     named = [read(A, content="Alice: LGBTQ art show"), read(B, content="Alice: the LGBTQ group")]
     assert [m.id for m in restatements_last(named, {A: close, B: close}, ["Alice"])] == [A, B]
+    # A name starting its sentence is no fact there, but the other's facts are among its words.
+    nora = [
+        read(A, content="Alice: My sister Nora works at Google."),
+        read(B, content="Alice: Nora works at Google."),
+    ]
+    assert [m.id for m in restatements_last([*nora, ranked[2]], {A: close, B: close, C: far})] == [A, C, B]
     pinned = [ranked[0], dataclasses.replace(ranked[1], pinned=True), ranked[2]]
     assert [m.id for m in restatements_last(pinned, vectors)] == [A, B, C]
     assert [m.id for m in restatements_last(ranked[:3], {A: close})] == [A, B, C]
