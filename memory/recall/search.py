@@ -60,7 +60,7 @@ MIN_DENSE_SIMILARITY = 0.1
 # question is not about anything said: nothing is recalled. A
 # question about the user ("my", "I") or naming either of the two who talk asks about their life,
 # which these memories are: the bar is low (a content word in common, or a cosine of related
-# texts); a general one ("how do tides work?") must show its subject. bench.recall_questions: 95.0%
+# texts); a general one ("how do tides work?") must show its subject. bench.recall_questions: 94.4%
 # of unrelated questions return nothing, every direct one still returns (docs/PERFORMANCE.md).
 RELEVANCE_FLOOR = 0.6
 HALF_THE_CONTENT = 0.5

@@ -170,3 +170,24 @@ async def test_the_memory_holding_the_noun_asked_about_comes_first(
     )
     # "Leila sent me her address ... Rua das Flores 88", against "my sister Leila lives in Porto".
     assert "Rua das Flores" in found[0].content
+
+
+async def test_a_list_of_keywords_finds_a_memory_holding_any_one_of_them(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    """ "PIN cat tea" searches for each word: a memory holding one of the three is about it (a third of
+    the query's words, and a low cosine with all three, fell under the relevance floor)."""
+    p = await add_personality(sessionmaker, "Nova")
+    turns = [
+        ("user", "Nova, my PIN is 8812 ALICEPIN"),
+        ("assistant", "Nova here. You said: “Nova, my PIN is 8812 ALICEPIN”. I remember: my bike lock code"),
+        ("user", "Nova, my cat is called ALICECAT Mochi"),
+        ("assistant", "Nova here. You said: “Nova, my cat is called ALICECAT Mochi”. I remember: my sister"),
+    ]
+    await add_chat(sessionmaker, p, turns)
+    await service.form_pending()
+    found = await service.recall(personality_id=p.id, user_id="u1", query="PIN cat tea")
+    assert any("ALICEPIN" in m.content for m in found) and any("ALICECAT" in m.content for m in found)
+    assert (
+        await service.recall(personality_id=p.id, user_id="u1", query="quantum chromodynamics lecture") == []
+    )
