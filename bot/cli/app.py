@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import gc
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -124,6 +126,10 @@ def _broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Python's last garbage collection at exit takes apart every object the command made (~0.2 s
+    # of a cold `personae recall`); frozen objects are left alone and their memory goes back whole.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
     args = build_parser().parse_args(argv)
     from bot.settings import load_bot_settings
     from memory.errors import UserFacingError
