@@ -308,7 +308,9 @@ async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
 
 
 async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_path: Path) -> None:
-    """wordfreq (fact checks) and emoji (cleaning text) cost ~0.5 s to load; a recall uses neither."""
+    """wordfreq (fact checks) and emoji (cleaning text) cost ~0.5 s to load, lemminflect's tables ~0.3 s
+    (a question without a head noun needs none of its word forms), litellm ~1 s, discord and alembic
+    (the schema at head) more: a recall uses none of them."""
     await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -331,4 +333,5 @@ async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_pat
     assert process.returncode == 0, err.decode()
     imported = {line.rsplit("|", 1)[-1].strip() for line in err.decode().splitlines() if "|" in line}
     assert "memory.chat.service" in imported  # the recall did run through the services
-    assert imported & {"wordfreq", "emoji", "langcodes", "litellm"} == set()
+    unused = {"wordfreq", "emoji", "langcodes", "litellm", "lemminflect", "discord", "alembic", "torch"}
+    assert imported & unused == set()

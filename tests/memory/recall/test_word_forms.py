@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import subprocess
+import sys
 from pathlib import Path
 
 from lemminflect import config, getAllInflections, getAllLemmas
@@ -38,3 +40,18 @@ def test_the_forms_of_a_word_are_lemminflects() -> None:
     assert {w: d for w, d in differing.items() if d} == {}
     assert other_forms("wolves") == {"wolf", "wolfs", "wolfed", "wolfing"}
     assert other_forms("was") >= {"be", "is", "are", "were", "been", "being"}
+
+
+def test_a_head_noun_is_read_without_lemminflect_parsing_its_tables_whole() -> None:
+    """Parsing both tables costs a cold recall ~0.3 s; one word's lines are all a question needs."""
+    script = (
+        "from lemminflect import Inflections, Lemmatizer\n"
+        "from memory.recall.question import read_question\n"
+        "question = read_question('How many wolves attacked me?')\n"
+        # lemminflect keeps a parsed table on its singleton, in these attributes (lemminflect 0.2).
+        "parsed = hasattr(Lemmatizer(), 'lemma_dict'), hasattr(Inflections(), 'infl_dict')\n"
+        "print(bool(question.head), *parsed)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "False"]
