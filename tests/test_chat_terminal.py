@@ -335,3 +335,40 @@ async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_pat
     assert "memory.chat.service" in imported  # the recall did run through the services
     unused = {"wordfreq", "emoji", "langcodes", "litellm", "lemminflect", "discord", "alembic", "torch"}
     assert imported & unused == set()
+
+
+async def test_recall_leaves_the_garbage_collector_out_of_its_start_up(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Start-up makes ~100,000 lasting objects and little garbage: ~240 collector passes over them
+    cost a cold recall ~60 ms. A caller that goes on after `main` gets the collector back as it was."""
+    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
+    script = (
+        "import gc, sys\n"
+        "passes = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and passes.append(info['generation']))\n"
+        "from bot.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('passes', len(passes), gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        "recall",
+        "Biscuit",
+        "--personality",
+        "lilith",
+        "--user",
+        "42",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), EXPECT_SECONDS)
+    assert process.returncode == 0, err.decode()
+    _, passes, enabled, frozen = err.decode().splitlines()[-1].split()
+    assert int(passes) < 100  # ~240 with the collector on from the start
+    assert (enabled, frozen) == ("True", "0")
