@@ -202,3 +202,41 @@ async def test_a_query_runs_beside_a_formation_batch_not_after_it(embedder: Embe
     assert not batch.done()
     assert len(await batch) == 128
     assert cosine(vector, alone) > 0.9999
+
+
+def linked_export(tmp_path: Path) -> Path:
+    """A cache directory whose export is the default one's files, linked (the copy goes beside them)."""
+    exported = LocalEmbedder().model_dir
+    model_dir = tmp_path / "cache" / exported.name
+    model_dir.mkdir(parents=True)
+    for name in (MANIFEST_FILE, MODEL_FILE, QUANTIZED_FILE, TOKENIZER_FILE):
+        (model_dir / name).symlink_to(exported / name)
+    return model_dir
+
+
+async def test_the_graph_is_optimized_once_and_its_copy_gives_the_same_vectors(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    model_dir = linked_export(tmp_path)
+    expected = await embedder.embed(TEXTS)
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == expected  # the copy made
+    (optimized,) = model_dir.glob("model.int8.optimized-*.onnx")
+    assert list(model_dir.glob("*.partial")) == []
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == expected  # the copy opened
+    # A copy that does not load (cut short by a full disk, say) is made again.
+    optimized.write_bytes(b"not a graph")
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == expected
+    assert optimized.stat().st_size > 1_000_000
+
+
+async def test_where_the_copy_cannot_be_written_the_graph_loads_as_it_is(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    model_dir = linked_export(tmp_path)
+    import onnxruntime
+
+    # A directory in the copy's place: nothing can be written or renamed there.
+    blocked = model_dir / f"model.int8.optimized-ort{onnxruntime.__version__}.onnx"
+    (blocked / "taken").mkdir(parents=True)
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == await embedder.embed(TEXTS)
+    assert blocked.is_dir() and list(model_dir.glob("*.partial")) == []
