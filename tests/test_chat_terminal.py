@@ -307,31 +307,29 @@ async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
     assert "Biscuit" in out  # the memory formed while the chat ran, listed from PostgreSQL
 
 
+async def cold_recall(*python: str, env: dict[str, str], cwd: Path) -> str:
+    """The stderr of a recall of Lilith's memories of user 42 run as `python PYTHON... recall ...`."""
+    await personae("personality", "create", "Lilith", env=env, cwd=cwd)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *python,
+        *("recall", "Biscuit", "--personality", "lilith", "--user", "42"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), EXPECT_SECONDS)
+    assert process.returncode == 0, err.decode()
+    return err.decode()
+
+
 async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_path: Path) -> None:
     """wordfreq (fact checks) and emoji (cleaning text) cost ~0.5 s to load, lemminflect's tables ~0.3 s
     (a question without a head noun needs none of its word forms), litellm ~1 s, discord and alembic
     (the schema at head) more: a recall uses none of them."""
-    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-X",
-        "importtime",
-        "-m",
-        "bot.cli",
-        "recall",
-        "Biscuit",
-        "--personality",
-        "lilith",
-        "--user",
-        "42",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
-    _, err = await asyncio.wait_for(process.communicate(), EXPECT_SECONDS)
-    assert process.returncode == 0, err.decode()
-    imported = {line.rsplit("|", 1)[-1].strip() for line in err.decode().splitlines() if "|" in line}
+    err = await cold_recall("-X", "importtime", "-m", "bot.cli", env=env, cwd=tmp_path)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines() if "|" in line}
     assert "memory.chat.service" in imported  # the recall did run through the services
     unused = {"wordfreq", "emoji", "langcodes", "litellm", "lemminflect", "discord", "alembic", "torch"}
     assert imported & unused == set()
@@ -342,7 +340,6 @@ async def test_recall_leaves_the_garbage_collector_out_of_its_start_up(
 ) -> None:
     """Start-up makes ~100,000 lasting objects and little garbage: ~240 collector passes over them
     cost a cold recall ~60 ms. A caller that goes on after `main` gets the collector back as it was."""
-    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
     script = (
         "import gc, sys\n"
         "passes = []\n"
@@ -352,23 +349,7 @@ async def test_recall_leaves_the_garbage_collector_out_of_its_start_up(
         "print('passes', len(passes), gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        script,
-        "recall",
-        "Biscuit",
-        "--personality",
-        "lilith",
-        "--user",
-        "42",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
-    _, err = await asyncio.wait_for(process.communicate(), EXPECT_SECONDS)
-    assert process.returncode == 0, err.decode()
-    _, passes, enabled, frozen = err.decode().splitlines()[-1].split()
+    err = await cold_recall("-c", script, env=env, cwd=tmp_path)
+    _, passes, enabled, frozen = err.splitlines()[-1].split()
     assert int(passes) < 100  # ~240 with the collector on from the start
     assert (enabled, frozen) == ("True", "0")
