@@ -41,11 +41,12 @@ from memory.owners.incognito import IncognitoService, IncognitoSpan
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
-from memory.owners.user_settings import UserSettingsService
-from memory.recall import curation, upkeep
+from memory.owners.user_settings import UserSettingsService, fresh_mode
+from memory.recall import curation, receipts, upkeep
 from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
 from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
+from memory.recall.receipts import ReplyReceipt, UsedMemory
 from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
 from memory.recall.upkeep import DriftReport
@@ -65,8 +66,10 @@ __all__ = [
     "ModeStats",
     "RecalledMemory",
     "RememberReport",
+    "ReplyReceipt",
     "SkippedLine",
     "TranscriptLine",
+    "UsedMemory",
     "Venue",
     "fallback_line",
     "open_transcript",
@@ -97,6 +100,7 @@ class MemoryStatus:
     mode_set_by: str = ""
     summarizer: ModelConfig | None = None
     conversation_title: str | None = None
+    fresh: bool = False  # replies use none of the user's memories (with this personality, or all)
 
 
 class MemoryService:
@@ -190,9 +194,11 @@ class MemoryService:
         query: str,
         guild_id: str | None = None,
         limit: int = 5,
+        for_reply: bool = False,
     ) -> list[RecalledMemory]:
         """The user's memories of this personality that best match the query, for this venue only (in a
-        guild: DM memories only if the user allowed it); see memory.recall.search."""
+        guild: DM memories only if the user allowed it; for a reply's prompt, none in fresh mode); see
+        memory.recall.search."""
         # A query is user text: template tokens in it must not steer the search.
         return await recall(
             self._store,
@@ -201,6 +207,7 @@ class MemoryService:
             query=strip_chat_template_tokens(query),
             guild_id=guild_id,
             limit=limit,
+            for_reply=for_reply,
         )
 
     async def best_matches(
@@ -238,8 +245,12 @@ class MemoryService:
         personality_id: int | None = None,
         memory_ids: Sequence[uuid.UUID] | None = None,
     ) -> int:
-        """Delete the user's memories (all, one personality's, or the given ids); returns how many."""
-        return await self._store.forget(user_id=user_id, personality_id=personality_id, memory_ids=memory_ids)
+        """Delete the user's memories (all, one personality's, or the given ids); returns how many. What
+        ids forgot is recorded so it does not come back in other words; forgetting all clears those
+        records (memory.formation.steering)."""
+        return await steering.forget_memories(
+            self._store, user_id=user_id, personality_id=personality_id, memory_ids=memory_ids
+        )
 
     async def unform(self, *, conversation_id: int, external_ids: Collection[str], exclude: bool) -> int:
         """Forget every live memory formed from these messages' exchanges; returns how many.
@@ -301,13 +312,13 @@ class MemoryService:
             return MemoryStatus(
                 stats=stats,
                 personality=None,
-                general_settings=await self._user_settings.get(user_id),
+                general_settings=(general := await self._user_settings.get(user_id)),
+                fresh=bool(general and general.fresh),
                 incognito=list(await self._incognito.current(user_id)),
                 persona=await self._personas.get(user_id),
             )
-        mode, source = effective_mode(
-            personality, await self._user_settings.for_personality(user_id, personality.id)
-        )
+        settings = await self._user_settings.for_personality(user_id, personality.id)
+        mode, source = effective_mode(personality, settings)
         async with self._store.sessionmaker() as session:
             title = await conversation_title(session, personality.id, venue)
         span = await self._incognito.active(user_id, personality.id)
@@ -318,6 +329,7 @@ class MemoryService:
             mode_set_by=source,
             summarizer=self._models.summarizer(personality),
             conversation_title=title,
+            fresh=fresh_mode(settings),
             incognito=[span] if span else [],
             persona=await self._personas.effective(user_id, personality.id),
         )
@@ -353,4 +365,24 @@ class MemoryService:
         personality's points in place); returns memories indexed (memory.recall.upkeep)."""
         return await upkeep.reindex(
             self._store, personality_id=personality_id, progress=progress, batch=batch
+        )
+
+    # ---------------------------------------------------------------- a reply's memories
+
+    async def record_reply_memories(
+        self, *, conversation_id: int, message_id: str, memories: Sequence[RecalledMemory]
+    ) -> int:
+        """Record the memories that went into the reply to this message, replacing earlier ones
+        (memory.recall.receipts); how many."""
+        return await receipts.record_reply_memories(
+            self._store, conversation_id=conversation_id, message_id=message_id, memories=memories
+        )
+
+    async def reply_receipt(
+        self, *, user_id: str, message_id: str, conversation_id: int | None = None
+    ) -> ReplyReceipt:
+        """The memories a reply used (by the reply's id or the answered message's), for the user it
+        answered only (memory.recall.receipts)."""
+        return await receipts.reply_receipt(
+            self._store, user_id=user_id, message_id=message_id, conversation_id=conversation_id
         )

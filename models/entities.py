@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from sqlalchemy import (
+    REAL,
     BigInteger,
     Boolean,
     CheckConstraint,
@@ -130,6 +131,8 @@ class UserSettings(Base):
     memory_enabled: Mapped[bool | None] = mapped_column(Boolean)
     summarization: Mapped[str] = mapped_column(String(20), server_default="default")
     allow_dm_recall_in_guilds: Mapped[FalseByDefault]
+    # Fresh mode: replies use none of the user's long-term memories (they still form). NULL = inherit.
+    fresh: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[UpdatedAt]
 
@@ -263,6 +266,18 @@ class Memory(Base):
     pinned: Mapped[FalseByDefault]
     # Set when the user corrected the text; content_verbatim keeps what was actually said.
     edited_at: Mapped[Timestamp | None]
+    # How often the user said what it says (a repeat reinforces it instead of adding a row,
+    # memory.formation.repeats), and when they last said it (NULL: only when it was formed).
+    times_said: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    last_said_at: Mapped[Timestamp | None]
+    # The memory this one repeats, said in another conversation: recall shows one of the two.
+    repeat_of: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
+    )
+    # The forgotten claim it restates (memory.formation.forgotten): recall leaves it out.
+    forgotten_claim_id: Mapped[int | None] = mapped_column(
+        ForeignKey("forgotten_claims.id", ondelete="SET NULL")
+    )
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[UpdatedAt]
 
@@ -279,6 +294,52 @@ class Memory(Base):
         Index("ix_memories_owner_thread", "personality_id", "user_id", "conversation_id", "occurred_at"),
         Index("ix_memories_state", "state", postgresql_where=text("state <> 'indexed'")),
     )
+
+
+class ForgottenClaim(Base):
+    """What a user forgot or corrected of their memories of a personality: the removed text's embedding
+    and key facts (never the text), so that it does not come back in other words
+    (memory.formation.forgotten). Cleared with all of the user's memories of the personality."""
+
+    __tablename__ = "forgotten_claims"
+
+    id: Mapped[IntId]
+    personality_id: Mapped[PersonalityId]
+    user_id: Mapped[ExternalId]
+    # The memory it was removed from (its tombstone, or the corrected memory): no foreign key, as
+    # a memory re-formed from the same messages has the same id.
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    kind: Mapped[str] = mapped_column(String(12))
+    embedding: Mapped[list[float]] = mapped_column(ARRAY(REAL))
+    embedding_model: Mapped[str] = mapped_column(String(200))
+    # Its key facts, the words it holds and those it negates (memory.formation.restatements).
+    facts: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    # A correction's embedding: a text closer to it than to the claim repeats the correction.
+    corrected_to: Mapped[list[float] | None] = mapped_column(ARRAY(REAL))
+    created_at: Mapped[CreatedAt]
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('forgotten', 'corrected')", name="kind"),
+        Index("ix_forgotten_claims_owner", "personality_id", "user_id"),
+    )
+
+
+class ReplyMemory(Base):
+    """A long-term memory that went into the prompt of a reply (its receipt), by the message answered:
+    a regenerated reply's memories replace the old ones. No foreign key on the memory: one re-formed
+    from the same messages keeps its id, and a forgotten one is left out when read."""
+
+    __tablename__ = "reply_memories"
+
+    answered_message_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer)
+    # pinned, rank, or context (said just around a recalled memory, and recalled with it).
+    reason: Mapped[str] = mapped_column(String(8))
+
+    __table_args__ = (CheckConstraint("reason IN ('pinned', 'rank', 'context')", name="reason"),)
 
 
 class ChannelBinding(Base):

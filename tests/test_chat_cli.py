@@ -6,17 +6,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import any_, literal, select
 
 from bot.cli.chat import cmd_chat
 from bot.cli.output import CommandError
-from models import Message
+from models import Memory, Message
 from models.database import create_engine, create_sessionmaker
 from testkit.llm_server import LLMTestServer
 from tests.memory.chat.memories import remembered
@@ -120,3 +121,65 @@ async def test_terminal_chat_without_a_model_names_the_variable(runtime_without_
     args = argparse.Namespace(personality="lilith", user="1", name="Sam", new=False)
     with pytest.raises(CommandError, match="CHAT_MODEL"):
         await cmd_chat(args, runtime_without_chat_model)
+
+
+async def test_why_shows_the_memories_the_last_reply_used_with_their_ids(
+    scratch_database_url: str, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    env = environment(
+        scratch_database_url,
+        tmp_path,
+        CHAT_MODEL="openai/test-chat",
+        CHAT_API_BASE=llm_server.base_url,
+        CHAT_API_KEY="test",
+    )
+    assert (await personae("personality", "create", "Lilith", env=env, cwd=tmp_path))[0] == 0
+    said = [
+        ("b1", "user", "My dog is called Biscuit and she loves the beach."),
+        ("b2", "assistant", "Biscuit sounds like a happy dog."),
+    ]
+    chat_file = tmp_path / "before.jsonl"
+    chat_file.write_text(
+        "".join(
+            json.dumps({"id": i, "role": role, "content": text, "user_id": "42" if role == "user" else None})
+            + "\n"
+            for i, role, text in said
+        )
+    )
+    code, _, err = await personae("import", str(chat_file), "--personality", "lilith", env=env, cwd=tmp_path)
+    assert code == 0, err
+    llm_server.responder = lambda body: "Biscuit, and she loves the beach."
+    code, out, err = await personae(
+        "chat",
+        "--personality",
+        "lilith",
+        "--user",
+        "42",
+        env=env,
+        cwd=tmp_path,
+        stdin=b"/why\nWhat is my dog called?\n/why\n/quit\n",
+    )
+    assert code == 0, err
+    engine = create_engine(scratch_database_url)
+    try:
+        async with create_sessionmaker(engine)() as session:
+            [memory] = (
+                await session.scalars(select(Memory).where(literal("b1") == any_(Memory.source_message_ids)))
+            ).all()
+            reply = await session.scalar(
+                select(Message.external_id)
+                .where(Message.role == "assistant")
+                .order_by(Message.id.desc())
+                .limit(1)
+            )
+    finally:
+        await engine.dispose()
+    # Before any reply, nothing to show; after it, the memory its prompt held, by id.
+    assert "(no reply yet" in out
+    assert "The last reply used 1 memory:" in out
+    row = next(line for line in out.splitlines() if line.startswith(str(memory.id)))
+    assert "#1" in row and "Biscuit" in row
+    # The same receipt from the command line, by the reply's id.
+    code, out, err = await personae("memory", "used", str(reply), "--user", "42", env=env, cwd=tmp_path)
+    assert code == 0, err
+    assert out.splitlines()[0].endswith("used 1 memory:") and str(memory.id) in out

@@ -276,6 +276,7 @@ def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_
     # Under another name only, the copy would read exactly like the first wherever it answers.
     same_look = run_cli("personality", "import", str(out), "--name", "sera-2", database_url=url, cwd=tmp_path)
     assert "'Seraphina' reads like the existing personality" in same_look.stderr
+    assert "Give this copy a display name of its own" in same_look.stderr  # the fix, named
     copy = run_cli(
         "personality",
         "import",

@@ -12,6 +12,7 @@ from typing import Any
 import discord
 
 from bot.chat.senders import ReplySender, ReplySenders, sent_parts
+from bot.memory.receipt import add_receipt
 from bot.reactions import RememberedReaction
 from memory.chat.service import ChatReply, ChatService, NotLatestReplyError, PreparedReply, ReplyDelivery
 from memory.errors import UserFacingError
@@ -49,10 +50,11 @@ class RegenerateButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=
 
 
 def regenerate_view(prepared: PreparedReply) -> discord.ui.View:
-    """The view that carries the 🔄 button of the reply to this prepared message."""
+    """The view that carries the 🔄 button of the reply to this prepared message, and its 🧠."""
     view = discord.ui.View(timeout=None)
     if prepared.request.message_id.isdigit():  # a Discord message: its id fits the button
         view.add_item(RegenerateButton(prepared.conversation_id, prepared.request.message_id))
+    add_receipt(view, prepared.conversation_id, prepared.request.message_id, prepared.memories_seen)
     return view
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.cli.output import CommandError
+from bot.cli.user_memories import print_receipt
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
@@ -216,6 +217,7 @@ class TerminalChat:
     # Conversations where a turn's formation ran beside another's, which may have left its exchange
     # to the pass after it: /quit runs that pass.
     overlapped: set[int] = field(default_factory=set)
+    last_message_id: str | None = None  # the message the last reply answered, for /why
 
     async def converse(self, lines: LineReader) -> None:
         """Read and answer lines until /quit or the end of input, then finish the work in flight."""
@@ -256,6 +258,7 @@ class TerminalChat:
             message_id=f"terminal:{uuid.uuid4()}",
             text=text,
         )
+        self.last_message_id = request.message_id
         delivery = TerminalDelivery(self.screen, speaker)
         overlaps = bool(self.work)
         turn = self._in_background(self.runtime.chat.answer(request, delivery))
@@ -333,6 +336,15 @@ class TerminalChat:
         self.screen.write("(a new conversation: earlier messages stay in the log, out of its context)\n")
         await self.greet()
 
+    async def why(self, _: str) -> None:
+        if self.last_message_id is None:
+            self.screen.write("(no reply yet: /why shows the memories the last reply used)\n")
+            return
+        receipt = await self.runtime.memory.reply_receipt(
+            user_id=self.user_id, message_id=self.last_message_id
+        )
+        print_receipt(receipt, "The last reply")
+
     async def help(self, _: str) -> None:
         width = max(map(len, COMMANDS))
         for name, command in COMMANDS.items():
@@ -343,6 +355,7 @@ class TerminalChat:
 COMMANDS: dict[str, ChatCommand] = {
     "/help": ChatCommand(TerminalChat.help, "list these commands"),
     "/new": ChatCommand(TerminalChat.new, "start a new conversation (the earlier one stays in the log)"),
+    "/why": ChatCommand(TerminalChat.why, "show the memories the last reply used, with their ids"),
     "/reset": ChatCommand(TerminalChat.reset, "clear the conversation's summary (memories stay)"),
     "/quit": ChatCommand(TerminalChat.quit, "finish forming memories and end (Ctrl-D too)", ends_chat=True),
     "/exit": ChatCommand(TerminalChat.quit, "the same as /quit", ends_chat=True),

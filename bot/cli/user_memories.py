@@ -1,6 +1,6 @@
-"""`personae memory list|search|show|forget|pin|correct|export`: one user's memories, as /memory shows
-and steers them in Discord, through the same MemoryService operations and the same rules: every
-command names the user, and reads or changes only that user's memories."""
+"""`personae memory list|search|show|forget|pin|correct|used|fresh|export`: one user's memories, as
+/memory shows and steers them in Discord, through the same MemoryService operations and the same
+rules: every command names the user, and reads or changes only that user's memories."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bot.cli.output import CommandError, check_id, confirm, print_table
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core, Runtime
-    from memory.service import BrowsedMemory
+    from memory.service import BrowsedMemory, ReplyReceipt
     from models import Personality
 
 USER_HELP = "whose memories: their Discord user id (a user only ever sees their own)"
@@ -67,6 +67,20 @@ def add_commands(memory: Subcommands) -> None:
     correct.add_argument("text", help="the corrected memory")
     _user_options(correct, scope=False)
     correct.set_defaults(handler=cmd_memory_correct, with_memory=True, embeds=True)
+
+    used = memory.add_parser(
+        "used", help="the memories a stored reply used (its receipt), for the user it answered"
+    )
+    used.add_argument("message_id", metavar="MESSAGE_ID", help="the reply's id, or the message's it answers")
+    _user_options(used, scope=False)
+    used.set_defaults(handler=cmd_memory_used, index_when_used=True)
+
+    fresh = memory.add_parser(
+        "fresh", help="fresh mode: replies use none of a user's memories (they still form)"
+    )
+    fresh.add_argument("state", choices=["on", "off"], help="on or off")
+    _user_options(fresh, scope=True)
+    fresh.set_defaults(handler=cmd_memory_fresh)
 
     export = memory.add_parser(
         "export", help="write a user's memories as JSONL that `personae import` reads back"
@@ -216,6 +230,51 @@ async def cmd_memory_correct(args: argparse.Namespace, runtime: Runtime) -> None
     except NotFoundError:
         raise CommandError(f"User {user} has no memory with id {memory_id}") from None
     print("Corrected: recall now finds it by the new words; what was said is kept beside it.")
+
+
+REASONS = {"pinned": "pinned", "rank": "#{rank}", "context": "around #{rank}"}
+
+
+async def cmd_memory_used(args: argparse.Namespace, runtime: Runtime) -> None:
+    user, _ = await _scope(runtime, args)
+    message_id = check_id(str(args.message_id).strip(), "MESSAGE_ID")
+    print_receipt(await runtime.memory.reply_receipt(user_id=user, message_id=message_id))
+
+
+def print_receipt(receipt: ReplyReceipt, reply: str = "") -> None:
+    """The memories a reply used, a row each with its id, date and why it was chosen; `reply` names
+    it (default: by the message it answered)."""
+    reply = reply or f"The reply to message {receipt.answered_message_id}"
+    gone = f" ({receipt.forgotten} forgotten since)" if receipt.forgotten else ""
+    if not receipt.memories:
+        print(f"{reply} used no long-term memories{gone}.")
+        return
+    count = len(receipt.memories)
+    used = f"{count} memory" if count == 1 else f"{count} memories"
+    print(f"{reply} used {used}{gone}:")
+    rows = [
+        (
+            str(m.id),
+            f"{m.occurred_at:%Y-%m-%d}",
+            REASONS[m.reason].format(rank=m.rank),
+            ("[pinned] " if m.pinned else "") + _line(m.content),
+        )
+        for m in receipt.memories
+    ]
+    print_table([("ID", 36), ("DATE", 10), ("WHY", 10), ("MEMORY", 0)], rows, empty="")
+
+
+async def cmd_memory_fresh(args: argparse.Namespace, core: Core) -> None:
+    user, p = await _scope(core, args)
+    on = await core.user_settings.set_fresh(user, args.state == "on", p.id if p else None)
+    scope = f"with {p.display_name}" if p else "with every personality"
+    if on:
+        print(
+            f"Fresh mode is on for user {user} {scope}: replies use none of their memories "
+            "(new ones still form, unless incognito is on)."
+        )
+    else:
+        print(f"Fresh mode is off for user {user} {scope}: replies use their memories again.")
 
 
 async def cmd_memory_export(args: argparse.Namespace, core: Core) -> None:

@@ -8,7 +8,7 @@ press is refused. Each change re-reads the page, so what the user sees is what i
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -37,6 +37,8 @@ class BrowseListing:
     personality_id: int | None
     title: str
     matches: list[uuid.UUID] | None = None  # None: newest first
+    # A word on a memory beside its date (a reply's receipt says why the memory was chosen).
+    notes: dict[uuid.UUID, str] = field(default_factory=dict)
 
     async def page(self, offset: int) -> tuple[list[BrowsedMemory], int]:
         """The memories at `offset` and how many the listing holds."""
@@ -53,18 +55,20 @@ class BrowseListing:
             self.matches.remove(memory_id)
 
 
-def memory_line(number: int, m: BrowsedMemory, room: int) -> str:
+def memory_line(number: int, m: BrowsedMemory, room: int, note: str = "") -> str:
     """A memory as the page shows it, within `room` characters (its text cut to fit)."""
     marks = "".join((" 📌 pinned" if m.pinned else "", " ✏️ edited" if m.edited else ""))
-    header = f"**{number}.** {m.personality_name} · {m.occurred_at:%Y-%m-%d}{marks} · `{m.id}`"
+    noted = f" · {note}" if note else ""
+    header = f"**{number}.** {m.personality_name} · {m.occurred_at:%Y-%m-%d}{noted}{marks} · `{m.id}`"
     return f"{header}\n> {excerpt(m.content, max(MIN_SHOWN_CHARS, min(SHOWN_CHARS, room - len(header) - 3)))}"
 
 
 class BrowseView(discord.ui.View):
     """One page of memories and the actions on the picked one; see the module docstring."""
 
-    def __init__(self, listing: BrowseListing, *, owner_id: int) -> None:
+    def __init__(self, listing: BrowseListing, *, owner_id: int, edit_label: str = "Edit") -> None:
         super().__init__(timeout=BROWSE_TIMEOUT)
+        self.edit_label = edit_label
         self.listing = listing
         self.owner_id = owner_id
         self.offset = 0
@@ -106,7 +110,11 @@ class BrowseView(discord.ui.View):
             tail.insert(0, f"Forget memory **{number}**? This cannot be undone.")
         # The memories share what the title and the tail leave of Discord's limit.
         room = (DISCORD_LIMIT - len("\n".join([title, *tail]))) // len(self.memories) - 1
-        shown = [memory_line(self.offset + i + 1, m, room) for i, m in enumerate(self.memories)]
+        notes = self.listing.notes
+        shown = [
+            memory_line(self.offset + i + 1, m, room, notes.get(m.id, ""))
+            for i, m in enumerate(self.memories)
+        ]
         return "\n".join([title, *shown, *tail])[:DISCORD_LIMIT]
 
     def _build(self) -> None:
@@ -136,7 +144,7 @@ class BrowseView(discord.ui.View):
             pin = "Unpin" if chosen is not None and chosen.pinned else "Pin"
             for label, name, action, style in (
                 (pin, "pin", self.toggle_pin, discord.ButtonStyle.primary),
-                ("Edit", "edit", self.edit, discord.ButtonStyle.secondary),
+                (self.edit_label, "edit", self.edit, discord.ButtonStyle.secondary),
                 ("Forget", "forget", self.forget, discord.ButtonStyle.danger),
             ):
                 self._button(label, name, action, style, row=1, disabled=chosen is None)

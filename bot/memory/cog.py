@@ -14,6 +14,7 @@ from bot.interactions import Interaction, user_id_of, venue_of
 from bot.memory import texts
 from bot.memory.browse import BrowseCommands, SearchQuery
 from bot.memory.incognito import IncognitoCommands
+from bot.memory.receipt import RECEIPT_EVENT, ReceiptButton, show_receipt
 from bot.memory.status import StatusCommands, confirm_forget, id_of
 from bot.slash_commands import command
 from memory.errors import InvalidInputError, NotFoundError
@@ -43,13 +44,24 @@ class MemoryCog(
     group_description="Your long-term memories",
 ):
     """Thin commands over MemoryService, UserSettingsService, IncognitoService and ChatService; every
-    reply is private. Its parts, in the order they are published: status and settings
+    reply is private. Its parts, in the order they are published: status, settings and fresh
     (status.py), incognito (incognito.py), browse (browse.py), then search,
     forget, export and reset (here)."""
 
     def __init__(self, bot: PersonaeBot) -> None:
         self.bot = bot
         super().__init__()
+
+    async def cog_load(self) -> None:
+        self.bot.add_dynamic_items(ReceiptButton)  # the receipts of replies sent before a restart too
+
+    async def cog_unload(self) -> None:
+        self.bot.remove_dynamic_items(ReceiptButton)
+
+    @commands.Cog.listener(f"on_{RECEIPT_EVENT}")
+    async def receipt(self, interaction: Interaction, conversation_id: int, message_id: str) -> None:
+        """A 🧠 pressed: the memories that reply used, to the user it answered."""
+        await show_receipt(interaction, conversation_id, message_id, memory=self.runtime.memory)
 
     @command(
         "search",

@@ -1,4 +1,4 @@
-"""/memory status and settings: how the user's memory behaves (a part of MemoryCog), and the
+"""/memory status, settings and fresh: how the user's memory behaves (a part of MemoryCog), and the
 confirmation that deletes memories (/memory settings memory:off, /memory forget all)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def confirm_forget(
 
 
 class StatusCommands(PersonaeCog):
-    """/memory status and settings (a part of MemoryCog)."""
+    """/memory status, settings and fresh (a part of MemoryCog)."""
 
     @command(
         "status",
@@ -80,3 +80,16 @@ class StatusCommands(PersonaeCog):
                 )
                 return
         await interaction.response.send_message(text, ephemeral=True)
+
+    @command(
+        "fresh",
+        "Replies stop using your memories (nothing is deleted; new ones still form)",
+        state="on: replies use none of your memories; off: they use them again",
+        personality="Only with this personality (default: with all of them)",
+    )
+    async def fresh(
+        self, interaction: Interaction, state: Literal["on", "off"], personality: str | None = None
+    ) -> None:
+        p = await self._personality(personality)
+        on = await self.runtime.user_settings.set_fresh(user_id_of(interaction), state == "on", id_of(p))
+        await interaction.response.send_message(texts.fresh_set(p, on), ephemeral=True)

@@ -28,7 +28,25 @@ def memory_status(status: MemoryStatus) -> str:
         text = overall_status(status.general_settings, status.stats)
     else:
         text = personality_status(status)
-    return "\n".join([text, incognito_status(status.incognito), persona_status(status.persona)])
+    lines = [text, fresh_status(status.fresh), incognito_status(status.incognito)]
+    return "\n".join([*lines, persona_status(status.persona)])
+
+
+def fresh_status(on: bool) -> str:
+    """The /memory status line of fresh mode."""
+    if on:
+        return "Fresh mode: on (replies use none of your memories; new ones still form)"
+    return "Fresh mode: off"
+
+
+def fresh_set(p: Personality | None, on: bool) -> str:
+    """After /memory fresh."""
+    if on:
+        return (
+            f"Fresh mode is on {scope_of(p)}: replies use none of your memories, and nothing is deleted. "
+            "New memories still form (`/memory incognito` stops that). `/memory fresh state: off` ends it."
+        )
+    return f"Fresh mode is off {scope_of(p)}: replies use your memories again."
 
 
 def personality_status(status: MemoryStatus) -> str:

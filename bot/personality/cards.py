@@ -25,7 +25,7 @@ from bot.messages import DISCORD_LIMIT
 from bot.slash_commands import PersonaeCog, command
 from memory.errors import InvalidInputError, UserFacingError
 from memory.owners.cards import MAX_CARD_FILE_BYTES, V3, create_from_card, export_card, export_png, parse_card
-from memory.owners.personality_fields import MAX_NAME_LENGTH
+from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
@@ -124,17 +124,21 @@ class CardCommands(PersonaeCog):
         "Create a personality you own from a character card",
         card="A Character Card V2 or V3: a .png with the card in it, or its .json",
         name="Short unique name used in commands (default: from the card's name)",
+        display_name="Name its replies are posted under (default: the card's)",
     )
     async def card_import(
         self,
         interaction: Interaction,
         card: discord.Attachment,
         name: app_commands.Range[str, 1, MAX_NAME_LENGTH] | None = None,
+        display_name: app_commands.Range[str, 1, MAX_DISPLAY_NAME_LENGTH] | None = None,
     ) -> None:
         data = await read_attachment(interaction, card, "The card file")
         parsed = await asyncio.to_thread(parse_card, data)  # up to 8 MiB to check: off the event loop
         service, uid = self.runtime.personalities, user_id_of(interaction)
-        imported = await create_from_card(service, parsed, name=name, owner_id=uid, by_operator=False)
+        imported = await create_from_card(
+            service, parsed, name=name, owner_id=uid, by_operator=False, display_name=display_name
+        )
         p = imported.personality
         url: str | None = None
         try:

@@ -65,7 +65,7 @@ from memory.types import MessageRole
 from models import Message, Persona, Personality
 
 if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
-    from memory.service import MemoryService
+    from memory.service import MemoryService, RecalledMemory
 
 __all__ = [
     "CUT_REPLY",
@@ -173,6 +173,8 @@ class ChatService:
                 await self.regenerator.replace(prepared, parts)
             else:
                 await self.record_reply(reply, parts)
+            if prepared.memories or again:  # a new answer's receipt replaces the old one's
+                await self._record_receipt(prepared)
         await delivery.recorded()
         after = await self.after_reply(prepared.conversation_id)
         try:
@@ -230,13 +232,13 @@ class ChatService:
             await store_messages(session, conversation_id, [message])
         return PreparedReply(request, personality, conversation_id, cfg)
 
-    def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[str]] | None:
+    def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[RecalledMemory]] | None:
         """The user's memories that match the message, recalled in the background (None: no recall)."""
         if self.recall_limit <= 0 or self.memory_context_share <= 0:
             return None
         return asyncio.create_task(self._recall(request))
 
-    async def _recall(self, request: ChatRequest) -> list[str]:
+    async def _recall(self, request: ChatRequest) -> list[RecalledMemory]:
         try:
             recalled = await self._memory.recall(
                 personality_id=request.personality_id,
@@ -244,18 +246,20 @@ class ChatService:
                 query=request.text,
                 guild_id=request.guild_id,
                 limit=self.recall_limit,
+                for_reply=True,
             )
         except Exception:
             # A broken index must not cost the reply: answer without memories.
             log.exception("Recall failed for personality %s", request.personality_id)
             return []
         # A memory of this very message's exchange (its reply being regenerated) is not recalled into it.
-        return [m.text_with_context for m in recalled if request.message_id not in m.sources_with_context]
+        return [m for m in recalled if request.message_id not in m.sources_with_context]
 
     async def _build_prompt(
-        self, prepared: PreparedReply, recall: asyncio.Task[list[str]] | None = None
+        self, prepared: PreparedReply, recall: asyncio.Task[list[RecalledMemory]] | None = None
     ) -> BuiltContext:
-        """The prompt for the stored message: system prompt, recalled memories, summary, recent history."""
+        """The prompt for the stored message: system prompt, recalled memories, summary, recent history;
+        the memories it holds are kept in `prepared.memories`."""
         cfg = prepared.cfg
         request = prepared.request
         window = self._llm.context_window(cfg) if cfg else NO_MODEL_CONTEXT_WINDOW
@@ -299,10 +303,10 @@ class ChatService:
             user=answered.name if answered is not None else request.user_name,
             default_scan_depth=self.lore_scan_depth,
         )
-        return build_context(
+        built = build_context(
             system_prompt=prepared.personality.system_prompt,
             user_name=request.user_name,
-            memories=memories,
+            memories=[m.text_with_context for m in memories],
             summary=summary,
             history=history,
             budget=budget,
@@ -316,6 +320,8 @@ class ChatService:
             ],
             card=card,
         )
+        prepared.memories = memories[: built.memories_used]
+        return built
 
     # ------------------------------------------------------------------------ the reply
 
@@ -361,6 +367,17 @@ class ChatService:
         messages = reply_messages(prepared, parts, created_at=datetime.now(UTC))
         async with self._sessionmaker.begin() as session:
             return await store_messages(session, prepared.conversation_id, messages)
+
+    async def _record_receipt(self, prepared: PreparedReply) -> None:
+        """Keep which memories the reply's prompt held, for its 🧠 (memory.recall.receipts)."""
+        try:
+            await self._memory.record_reply_memories(
+                conversation_id=prepared.conversation_id,
+                message_id=prepared.request.message_id,
+                memories=prepared.memories,
+            )
+        except Exception:  # a missing receipt must not cost the reply its memory formation
+            log.exception("Recording the memories of the reply to %s failed", prepared.request.message_id)
 
     # ------------------------------------------------------------------------ after the reply
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memory.conversations import LoggedMessage
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
+from memory.recall.receipts import memories_seen
 from memory.tokens import count_message_tokens
 from memory.types import MessageRole, ModelConfig
 from models import Personality
@@ -20,6 +21,7 @@ from models import Personality
 if TYPE_CHECKING:  # the front doors import this module at start-up: only what it runs on
     from memory.chat.after_reply import AfterReplyReport
     from memory.chat.prompt import BuiltContext
+    from memory.recall.search import RecalledMemory
 
 NO_CHAT_MODEL = (
     "No chat model is configured: set CHAT_MODEL to a litellm model string, for example "
@@ -65,6 +67,13 @@ class PreparedReply:
     conversation_id: int
     cfg: ModelConfig | None
     context: BuiltContext | None = None
+    # The recalled memories the prompt holds, in its order: what the reply's receipt shows.
+    memories: Sequence[RecalledMemory] = ()
+
+    @property
+    def memories_seen(self) -> int:
+        """How many memories the prompt holds: those recalled and the context they brought."""
+        return len(memories_seen(self.memories))
 
 
 @dataclass(slots=True)

@@ -2,9 +2,11 @@
 
 A pinned memory keeps its verbatim words: pinning a summary whose exchange was not kept word for word
 stores the exchange beside it (rebuilt from the log), and re-summarizing keeps them too
-(memory.formation.resummarize). A correction replaces the memory's text, which is embedded and
-indexed anew (keyed by the corrected words, memory.recall.store), while `content_verbatim` keeps
-what was actually said.
+(memory.formation.resummarize); a pin also lets back a memory silenced for restating a forgotten
+claim (the user wants it). A correction replaces the memory's text, which is embedded and indexed
+anew (keyed by the corrected words, memory.recall.store), while `content_verbatim` keeps what was
+actually said; what the memory claimed before is recorded as corrected (memory.formation.forgotten),
+so that it does not come back in other words.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.formation.cleaning import strip_chat_template_tokens
+from memory.formation.forgotten import CORRECTED_CLAIM, memory_claims, remember_claims
 from memory.formation.resummarize import source_text
 from memory.formation.shaping import VERBATIM
 from memory.recall.store import MemoryStore, memory_point, point_fields
@@ -39,6 +42,7 @@ async def pin_rows(session: AsyncSession, *conditions: ColumnElement[bool]) -> l
         if memory.content_verbatim is None and memory.summarizer != VERBATIM:
             memory.content_verbatim = await _said(session, memory)
         memory.pinned = True
+        memory.forgotten_claim_id = None
     return [m.id for m in memories]
 
 
@@ -89,6 +93,7 @@ async def correct(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID, con
         )
         if memory is None:
             raise NotFoundError(f"You have no memory with id {memory_id}.")
+        claims = await memory_claims(session, Memory.id == memory.id)
         if memory.content_verbatim is None:
             # What was said: the old text of a verbatim memory, the exchange itself for a summary.
             memory.content_verbatim = await _said(session, memory)
@@ -98,4 +103,5 @@ async def correct(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID, con
         memory.state = MemoryState.FORMED.value
         memory.embedding_model = store.embedding_model
         fields = point_fields(memory)
+        await remember_claims(store, session, claims, kind=CORRECTED_CLAIM, corrected_to={memory.id: vector})
     await store.index_points([memory_point(fields, vector)])

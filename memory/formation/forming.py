@@ -27,6 +27,7 @@ from memory.formation.exchanges import Exchange
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
 from memory.formation.pipeline import AHEAD, BatchRead, run_pipeline
+from memory.formation.repeats import screen_batch
 from memory.formation.shaping import Shaped, memory_row, shape_exchanges
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
@@ -49,6 +50,10 @@ class FormationReport:
     fidelity_misses: int = 0
     # Messages marked done without a memory because they are excluded (incognito, forgotten).
     excluded: int = 0
+    # Exchanges that reinforced a memory saying the same instead of adding one, and exchanges not
+    # remembered as they say again what their user forgot (memory.formation.repeats).
+    repeats: int = 0
+    restating_forgotten: int = 0
     remembered_message_ids: list[str] = field(default_factory=list)
     # Extractive summaries by why (memory.formation.summarizer.FallbackReason), and a failure's words.
     fallbacks: Counter[str] = field(default_factory=Counter)
@@ -61,6 +66,8 @@ class FormationReport:
         self.extractive += other.extractive
         self.fidelity_misses += other.fidelity_misses
         self.excluded += other.excluded
+        self.repeats += other.repeats
+        self.restating_forgotten += other.restating_forgotten
         self.remembered_message_ids.extend(other.remembered_message_ids)
         self.fallbacks.update(other.fallbacks)
         for reason, detail in other.fallback_details.items():
@@ -300,19 +307,35 @@ class MemoryFormation:
         batch: _Batch,
     ) -> None:
         """Write and mark the batch in one transaction, then index it (see the module doc)."""
-        formed, vectors, batch_report = batch.formed, batch.vectors, batch.report
-        rows = [memory_row(conversation, f, self._store.embedding_model) for f in formed]
-        for item in formed:
+        batch_report = batch.report
+        rows = [memory_row(conversation, f, self._store.embedding_model) for f in batch.formed]
+        # What the user forgot, or said before, is not stored again (memory.formation.repeats).
+        screened = await screen_batch(self._store, conversation, batch.formed, rows, batch.vectors)
+        for item in screened.formed:
             batch_report.memories += 1
             batch_report.note_fallback(item.fallback, item.fallback_detail)
             batch_report.fidelity_misses += bool(item.misses)
-            batch_report.remembered_message_ids.extend(m.external_id for m in item.exchange.user_messages)
+        batch_report.repeats += screened.repeats
+        batch_report.restating_forgotten += len(screened.restating)
+        restating = {id(item) for item in screened.restating}
+        for item in batch.formed:
+            if id(item) not in restating:
+                batch_report.remembered_message_ids.extend(m.external_id for m in item.exchange.user_messages)
         async with self._store.sessionmaker.begin() as session:
-            written = await upsert_memories(session, rows)
+            written = await upsert_memories(session, screened.rows)
+            await screened.apply(session, conversation.id)
             await mark_remembered(session, conversation.id, batch.done)
         # Only rows actually written are indexed: a forgotten memory's tombstone was left alone.
-        points = [memory_point(row, v) for row, v in zip(rows, vectors, strict=True) if row["id"] in written]
+        points = [
+            memory_point(row, v)
+            for row, v in zip(screened.rows, screened.vectors, strict=True)
+            if row["id"] in written
+        ]
         await self._store.index_points(points)
+        # Keyed again with the messages that said them again.
+        await self._store.rewrite_points(
+            sorted(i for i, again in screened.reinforced.items() if again.sources)
+        )
         report.add(batch_report)
         if progress is not None:
             progress(batch_report.exchanges)

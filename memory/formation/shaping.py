@@ -209,4 +209,8 @@ def memory_row(conversation: Conversation, shaped: Shaped, embedding_model: str)
         "fidelity_misses": shaped.misses,
         "state": MemoryState.FORMED.value,
         "embedding_model": embedding_model,
+        # A repeat of what the user said before changes these (memory.formation.repeats).
+        "times_said": 1,
+        "last_said_at": None,
+        "repeat_of": None,
     }

@@ -23,13 +23,13 @@ from sqlalchemy.orm import aliased
 from memory.conversations import INCOGNITO
 from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from memory.formation.corrections import pin_rows
+from memory.formation.forgotten import FORGOTTEN_CLAIM, clear_claims, memory_claims, remember_claims
 from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport
+from memory.formation.repeats import FORGOTTEN
 from memory.recall.store import MemoryStore, forget_rows
 from memory.types import MemoryState, MessageRole
-from models import Conversation, Memory, Message
+from models import Conversation, ForgottenClaim, Memory, Message
 
-# messages.memory_excluded of an exchange its user forgot with "Forget this".
-FORGOTTEN = "forgotten"
 # "Remember this" forms at once; a pass of this process already forming the conversation finishes
 # the exchange itself, so it is looked at again a few times before the user is asked to retry.
 FORM_ATTEMPTS = 20
@@ -137,8 +137,9 @@ async def unform(
     """Forget every live memory formed from these messages' exchanges; returns how many.
 
     exclude: the exchanges' messages are marked forgotten and processed, never formed again (an
-    incognito mark stays as it is). Otherwise they are pending again, and the memories' rows go
-    without a tombstone, so formation forms the exchanges anew.
+    incognito mark stays as it is), and what the memories claimed is recorded so that it does not
+    come back in other words (memory.formation.forgotten). Otherwise they are pending again, and
+    the memories' rows go without a tombstone, so formation forms the exchanges anew.
     """
     async with store.sessionmaker.begin() as session:
         await _claim(session, conversation_id)
@@ -160,16 +161,42 @@ async def unform(
             await session.execute(
                 marked.where(Message.memory_excluded.is_(None)).values(memory_processed_at=None)
             )
-        forgotten = await forget_rows(
-            session,
-            Memory.conversation_id == conversation_id,
-            Memory.source_message_ids.overlap(ids),
-            tombstone=exclude,
-        )
+        of_exchanges = (Memory.conversation_id == conversation_id, Memory.source_message_ids.overlap(ids))
+        claims = await memory_claims(session, *of_exchanges) if exclude else []
+        forgotten = await forget_rows(session, *of_exchanges, tombstone=exclude)
+        await remember_claims(store, session, claims, kind=FORGOTTEN_CLAIM)
         following = await _following(session, conversation_id, rows) if exclude else []
     await store.drop_points(forgotten)
     # The next memory of the thread was keyed with the line before it, now forgotten.
     await store.rewrite_points(following)
+    return len(forgotten)
+
+
+async def forget_memories(
+    store: MemoryStore,
+    *,
+    user_id: str,
+    personality_id: int | None = None,
+    memory_ids: Sequence[uuid.UUID] | None = None,
+) -> int:
+    """Delete the user's memories (all, one personality's, or the given ids); returns how many.
+
+    Forgotten by id, what they claimed is recorded so that it does not come back in other words;
+    forgetting all of them (of a personality, or every one) forgets those records too, so that the
+    user starts over (memory.formation.forgotten).
+    """
+    conditions = [Memory.user_id == user_id]
+    if personality_id is not None:
+        conditions.append(Memory.personality_id == personality_id)
+    if memory_ids is not None:
+        conditions.append(Memory.id.in_(list(memory_ids)))
+    async with store.sessionmaker.begin() as session:
+        claims = await memory_claims(session, *conditions) if memory_ids is not None else []
+        forgotten = await forget_rows(session, *conditions)
+        if memory_ids is None:
+            await clear_claims(session, user_id=user_id, personality_id=personality_id)
+        await remember_claims(store, session, claims, kind=FORGOTTEN_CLAIM)
+    await store.drop_points(forgotten)
     return len(forgotten)
 
 
@@ -287,6 +314,10 @@ async def _revive(store: MemoryStore, exchange: LoggedExchange) -> None:
         )
         if live:
             return
+        # "Remember this" takes back what forgetting the exchange recorded of its claim, or formation
+        # would drop the exchange as restating it.
+        tombstones = select(Memory.id).where(*of_exchange)
+        await session.execute(delete(ForgottenClaim).where(ForgottenClaim.memory_id.in_(tombstones)))
         await session.execute(delete(Memory).where(*of_exchange))
         await session.execute(
             update(Message)

@@ -35,7 +35,7 @@ from memory.owners.card_png import (
 )
 from memory.owners.card_prompt import ComposedPrompt, card_chat, compose_prompt
 from memory.owners.lore import read_lorebook, unsupported_features
-from memory.owners.personality_fields import slugify, validate_avatar_url
+from memory.owners.personality_fields import LookAlikeNameError, slugify, validate_avatar_url
 from memory.types import MemoryMode
 
 if TYPE_CHECKING:
@@ -320,32 +320,41 @@ async def create_from_card(
         raise InvalidInputError(f"{source} has no letters or digits to make a name from; give another name.")
     prompt = compose_prompt(card.fields, display)
     stored = card.fields.stored(card.spec)
-    if by_operator:
-        personality, created = await personalities.create(
-            slug,
-            display_name=display,
-            prompt=prompt.text,
-            owner_id=owner_id,
-            avatar_url=avatar_url,
-            card=stored,
-            memory_mode=memory_mode,
-        )
-        if not created:
-            raise InvalidInputError(
-                f"A personality named {slug!r} already exists; import the card under another name with "
-                "--name NAME."
+    try:
+        if by_operator:
+            personality, created = await personalities.create(
+                slug,
+                display_name=display,
+                prompt=prompt.text,
+                owner_id=owner_id,
+                avatar_url=avatar_url,
+                card=stored,
+                memory_mode=memory_mode,
             )
-    else:
-        if owner_id is None:
-            raise InvalidInputError("A user's import needs its owner.")
-        personality = await personalities.create_owned(
-            slug,
-            owner_id=owner_id,
-            display_name=display,
-            prompt=prompt.text,
-            avatar_url=avatar_url,
-            card=stored,
-        )
+            if not created:
+                raise InvalidInputError(
+                    f"A personality named {slug!r} already exists; import the card under another name with "
+                    "--name NAME."
+                )
+        else:
+            if owner_id is None:
+                raise InvalidInputError("A user's import needs its owner.")
+            personality = await personalities.create_owned(
+                slug,
+                owner_id=owner_id,
+                display_name=display,
+                prompt=prompt.text,
+                avatar_url=avatar_url,
+                card=stored,
+            )
+    except LookAlikeNameError as exc:
+        if display_name is not None:
+            raise
+        # The card's own name is taken: the fix is a display name, which `name` alone does not change.
+        raise LookAlikeNameError(
+            f"{exc} Give this copy a display name of its own (`display_name:` on Discord, "
+            "`--display-name` in the CLI)."
+        ) from None
     return CardImport(personality, prompt, card_report(card, prompt))
 
 

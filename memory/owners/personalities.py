@@ -21,6 +21,7 @@ from memory.owners.personality_fields import (
     DEFAULT_PROMPT,
     MAX_DISPLAY_NAME_LENGTH,
     MAX_SUMMARIZER_PROMPT_LENGTH,
+    LookAlikeNameError,
     ModelChoice,
     ModelValidator,
     check_display_name,
@@ -147,7 +148,7 @@ class PersonalityService(PersonalityPermissions):
         if found is not None:
             candidate, existing = found
             name, display = whose[existing]
-            raise InvalidInputError(
+            raise LookAlikeNameError(
                 f"{candidate!r} reads like the existing personality {display!r} (`{name}`): pick a name "
                 "that looks different."
             )

@@ -106,6 +106,10 @@ def check_webhook_name(display_name: str) -> str:
     return display_name
 
 
+class LookAlikeNameError(InvalidInputError):
+    """A name or display name that reads like another personality's (`look_alike`)."""
+
+
 def look_alike(candidates: Collection[str], existing: Collection[str]) -> tuple[str, str] | None:
     """The first (candidate, existing name) pair that reads alike: the same letters in any case, or
     letters of other scripts that look the same (Cyrillic `і` for Latin `i`, `0` for `o`), after

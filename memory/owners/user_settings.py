@@ -1,4 +1,9 @@
-"""A user's own memory preferences and what they can take with them: settings, and the JSONL export."""
+"""A user's own memory preferences and what they can take with them: settings, and the JSONL export.
+
+Fresh mode is one of them: replies use none of the user's long-term memories (with one personality,
+or all), which still form unless incognito is on. The row for a personality overrides the global one
+(`fresh_mode`); recall reads it for a reply's prompt (memory.recall.search, `for_reply`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import or_, select, text
+from sqlalchemy import ScalarSelect, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -23,6 +28,27 @@ def parse_summarization(value: str) -> SummarizationPreference:
     except ValueError:
         allowed = ", ".join(p.value for p in SummarizationPreference)
         raise InvalidInputError(f"Unknown summarization setting {value!r}; use one of: {allowed}.") from None
+
+
+def fresh_mode(rows: Sequence[UserSettings]) -> bool:
+    """Whether fresh mode is on, from the user's rows for a personality (its own, then the global one)."""
+    ordered = sorted(rows, key=lambda row: row.personality_id is None)
+    return next((row.fresh for row in ordered if row.fresh is not None), False)
+
+
+def fresh_setting(user_id: str, personality_id: int) -> ScalarSelect[bool | None]:
+    """Fresh mode as SQL (`fresh_mode`, read in another statement): NULL when never set."""
+    return (
+        select(UserSettings.fresh)
+        .where(
+            UserSettings.user_id == user_id,
+            or_(UserSettings.personality_id.is_(None), UserSettings.personality_id == personality_id),
+            UserSettings.fresh.is_not(None),
+        )
+        .order_by(UserSettings.personality_id.is_(None))
+        .limit(1)
+        .scalar_subquery()
+    )
 
 
 Scoped = TypeVar("Scoped", UserSettings, Persona)
@@ -87,9 +113,13 @@ class UserSettingsService:
         memory_enabled: bool | None = _UNSET,
         summarization: SummarizationPreference | str | None = None,
         allow_dm_recall_in_guilds: bool | None = None,
+        fresh: bool | None = _UNSET,
     ) -> UserSettings:
-        """Upsert the user's row for that scope, changing only what was given (None memory = inherit)."""
+        """Upsert the user's row for that scope, changing only what was given (None memory or fresh =
+        inherit)."""
         values: dict[str, Any] = {}
+        if fresh is not _UNSET:
+            values["fresh"] = fresh
         if memory_enabled is not _UNSET:
             values["memory_enabled"] = memory_enabled
         if summarization is not None:
@@ -98,6 +128,36 @@ class UserSettingsService:
             values["allow_dm_recall_in_guilds"] = allow_dm_recall_in_guilds
         async with self._sessionmaker.begin() as session:
             return await upsert_scoped(session, UserSettings, user_id, personality_id, values)
+
+    async def set_fresh(self, user_id: str, on: bool, personality_id: int | None = None) -> bool:
+        """Turn fresh mode on or off for the user, with one personality or with all (which ends what
+        was set for single ones); whether it is on there now. Off with one personality while it is on
+        with all is an exception for that one."""
+        async with self._sessionmaker.begin() as session:
+            value: bool | None = True if on else None
+            row = await upsert_scoped(session, UserSettings, user_id, personality_id, {"fresh": value})
+            if personality_id is None:
+                await session.execute(
+                    update(UserSettings)
+                    .where(UserSettings.user_id == user_id, UserSettings.personality_id.is_not(None))
+                    .values(fresh=None)
+                )
+            if on or personality_id is None:
+                return bool(row.fresh)
+            rows = (
+                await session.scalars(
+                    select(UserSettings).where(
+                        UserSettings.user_id == user_id, UserSettings.personality_id.is_(None)
+                    )
+                )
+            ).all()
+            if fresh_mode(rows):
+                await upsert_scoped(session, UserSettings, user_id, personality_id, {"fresh": False})
+            return False
+
+    async def is_fresh(self, user_id: str, personality_id: int) -> bool:
+        """Whether replies of this personality to the user use no long-term memories (`fresh_mode`)."""
+        return fresh_mode(await self.for_personality(user_id, personality_id))
 
     async def export_lines(self, *, user_id: str, personality_id: int | None = None) -> list[str]:
         """The user's memories as JSONL in the shape `personae import` reads.

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BindParameter, ScalarSelect, and_, any_, bindparam, func, or_, select
+from sqlalchemy import BindParameter, ScalarSelect, and_, any_, bindparam, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.conversations import storable_text
+from memory.owners.user_settings import fresh_setting
 from memory.recall.index import Candidates
 from memory.recall.query import dense_query, names_of
 from memory.recall.question import read_question
@@ -86,6 +87,8 @@ CONTEXT_WORDS_PER_MEMORY = 65
 # of the best three against the best alone, LoCoMo dev r@10: summarized 84.0 -> 85.9 (405 words in
 # the top 10 against 334), verbatim 85.4 -> 85.8 (656 against 640; the word budget holds them back).
 CONTEXT_HITS = 3
+# Fused scores this close are equals: the memory said more often goes first, then the more recent.
+EQUAL_SCORES = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,8 @@ class StoredMemory:
     summarizer: str
     pinned: bool
     conversation_id: int | None
+    times_said: int
+    repeat_of: uuid.UUID | None
 
 
 # Only these columns are read, as plain rows: measured faster than whole ORM entities (about 2 ms a
@@ -131,6 +136,7 @@ class RecalledMemory(StoredMemory):
 
     score: float
     context: tuple[StoredMemory, ...] = ()
+    pinned_first: bool = False  # recalled first for being pinned (`pins_first`), not for its rank
 
     @property
     def text_with_context(self) -> str:
@@ -168,14 +174,17 @@ async def recall(
     query: str,
     guild_id: str | None = None,
     limit: int = 5,
+    for_reply: bool = False,
 ) -> list[RecalledMemory]:
     """The user's memories of this personality that best match the query, for this venue only.
 
-    Nothing when no memory is about the question (RELEVANCE_FLOOR). Else best first by fused score
-    (`fuse`, plus ANSWER_KIND_BONUS and HEAD_BONUS), the most recent first among equals, except that
-    relevant pinned memories come before all of them (`pins_first`). The best CONTEXT_HITS carry the
-    exchanges just before and after them as context while the words fit (`with_context`). The query is
-    searched as given (MemoryService.recall removes a user's chat-template tokens first).
+    Nothing when no memory is about the question (RELEVANCE_FLOOR), or, `for_reply` (a reply's
+    prompt), when the user chose fresh mode. Else best first by fused score (`fuse`, plus
+    ANSWER_KIND_BONUS and HEAD_BONUS), among equals (EQUAL_SCORES) the one said more often, then the
+    most recent, except that relevant pinned memories come before all of them (`pins_first`); one
+    memory of each group of repeats (`one_of_each`). The best CONTEXT_HITS carry the exchanges just
+    before and after them as context while the words fit (`with_context`). The query is searched as
+    given (MemoryService.recall removes a user's chat-template tokens first).
     """
     # Bytes that were not UTF-8 reach Python as lone surrogates, which no tokenizer takes.
     query = storable_text(query).strip()
@@ -184,9 +193,12 @@ async def recall(
     index = await store.ready()
     # One session, its reads one after the other; the query's embedding runs beside the first.
     async with store.sessionmaker() as session:
-        dense, allow_dm, names = await _query_vector_and_venue(
-            store, session, personality_id, user_id, query, in_guild=guild_id is not None
+        venue = await _query_vector_and_venue(
+            store, session, personality_id, user_id, query, in_guild=guild_id is not None, for_reply=for_reply
         )
+        if venue is None:
+            return []
+        dense, allow_dm, names = venue
         flt = RecallFilter(
             personality_id=personality_id, user_id=user_id, guild_id=guild_id, allow_dm=allow_dm
         )
@@ -215,6 +227,7 @@ async def recall(
                 Memory.state != MemoryState.DELETED.value,
                 Memory.personality_id == personality_id,
                 Memory.user_id == user_id,
+                Memory.forgotten_claim_id.is_(None),
             )
         )
         said: dict[uuid.UUID, str] = {}
@@ -232,11 +245,11 @@ async def recall(
                 scores[m.id] = scores.get(m.id, 0.0) + ANSWER_KIND_BONUS
             if question.holds_head(said[m.id]):
                 scores[m.id] = scores.get(m.id, 0.0) + HEAD_BONUS
-        ranked = sorted(read, key=lambda m: (-scores.get(m.id, 0.0), -m.occurred_at.timestamp(), m.id))
-        hits = pins_first(ranked, about)[:limit]
+        hits = one_of_each(pins_first(by_score(read, scores), about))[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
+    pinned_first = {m.id for m in hits if m.pinned and m.id in about}
     return [
-        _recalled(hit, context, scores.get(hit.id, 0.0))
+        _recalled(hit, context, scores.get(hit.id, 0.0), pinned_first=hit.id in pinned_first)
         for hit, context in with_context(hits, around, budget=limit * CONTEXT_WORDS_PER_MEMORY)
     ]
 
@@ -249,33 +262,43 @@ async def _query_vector_and_venue(
     query: str,
     *,
     in_guild: bool,
-) -> tuple[list[float], bool, frozenset[str]]:
+    for_reply: bool,
+) -> tuple[list[float], bool, frozenset[str]] | None:
     """The dense query's vector, whether the user's DM memories may come (`allow_dm`), and the
-    participants' names.
+    participants' names; None when `for_reply` and the user chose fresh mode.
 
-    The embedding runs in its thread while Postgres answers: the DM setting is read beside it (never
-    kept: a user turning it off is obeyed at once, by every process), and the participants' names
-    too when they are not kept, in the same query. Those names are then not known yet: the query is
-    embedded as given, and again without them only when it names one.
+    The embedding runs in its thread while Postgres answers: the DM setting (and fresh mode, for a
+    reply) is read beside it (never kept: a user turning it off is obeyed at once, by every
+    process), and the participants' names too when they are not kept, in the same query. Those
+    names are then not known yet: the query is embedded as given, and again without them only when
+    it names one.
     """
     names = store.participants.kept(personality_id, user_id)
     text = dense_query(query, names or ())
     embedding = asyncio.ensure_future(store.embedder.embed([text]))
+    fresh = fresh_setting(user_id, personality_id) if for_reply else literal(None)
     try:
         if names is None:
             names_read = names_of(personality_id, user_id).subquery()
             venue = select(
                 select(func.array_agg(names_read.c.name)).scalar_subquery(),
                 _allows_dm(user_id, personality_id),
+                fresh,
             )
-            listed, allow_dm = (await session.execute(venue)).one()
+            listed, allow_dm, is_fresh = (await session.execute(venue)).one()
             names = frozenset(name for name in listed or () if name)
             store.participants.keep(personality_id, user_id, names)
+        elif in_guild or for_reply:
+            settings = select(_allows_dm(user_id, personality_id), fresh)
+            allow_dm, is_fresh = (await session.execute(settings)).one()
         else:
-            allow_dm = in_guild and await session.scalar(select(_allows_dm(user_id, personality_id)))
+            allow_dm = is_fresh = False
     except BaseException:
         embedding.cancel()
         raise
+    if is_fresh:
+        embedding.cancel()
+        return None
     [dense] = await embedding
     if dense_query(query, names) != text:
         [dense] = await store.embedder.embed([dense_query(query, names)])
@@ -285,6 +308,36 @@ async def _query_vector_and_venue(
 def _relevant(coverage: float, cosine: float, floor: float) -> bool:
     """Whether a memory is about the question (see RELEVANCE_FLOOR)."""
     return coverage >= HALF_THE_CONTENT or coverage + cosine >= floor
+
+
+def by_score(read: Sequence[StoredMemory], scores: Mapping[uuid.UUID, float]) -> list[StoredMemory]:
+    """Best score first; scores within EQUAL_SCORES are equal: the memory said more often first,
+    then the more recent."""
+    return sorted(
+        read,
+        key=lambda m: (
+            -round(scores.get(m.id, 0.0) / EQUAL_SCORES),
+            -m.times_said,
+            -m.occurred_at.timestamp(),
+            m.id,
+        ),
+    )
+
+
+def one_of_each(ranked: Sequence[StoredMemory]) -> list[StoredMemory]:
+    """The memories in order, each but the first of a group saying the same thing left out: the
+    repeats of one memory (`repeat_of`), or the same words."""
+    seen: set[uuid.UUID | str] = set()
+    kept = []
+    for memory in ranked:
+        same: set[uuid.UUID | str] = {
+            memory.repeat_of or memory.id,
+            " ".join(memory.content.casefold().split()),
+        }
+        if same.isdisjoint(seen):
+            kept.append(memory)
+        seen |= same
+    return kept
 
 
 def pins_first(ranked: Sequence[StoredMemory], about: Collection[uuid.UUID]) -> list[StoredMemory]:
@@ -326,9 +379,11 @@ def _words(memory: StoredMemory) -> int:
     return len(memory.content.split())
 
 
-def _recalled(hit: StoredMemory, context: Around, score: float) -> RecalledMemory:
+def _recalled(hit: StoredMemory, context: Around, score: float, *, pinned_first: bool) -> RecalledMemory:
     own: dict[str, Any] = {field.name: getattr(hit, field.name) for field in dataclasses.fields(StoredMemory)}
-    return RecalledMemory(**own, score=score, context=tuple(m for m in context if m is not None))
+    return RecalledMemory(
+        **own, score=score, context=tuple(m for m in context if m is not None), pinned_first=pinned_first
+    )
 
 
 async def _neighbours(
@@ -348,6 +403,7 @@ async def _neighbours(
         Memory.personality_id == personality_id,
         Memory.user_id == user_id,
         Memory.state != MemoryState.DELETED.value,
+        Memory.forgotten_claim_id.is_(None),
     )
     windows, lows, highs = [], [], []
     for memory in placed:

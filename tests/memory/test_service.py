@@ -643,7 +643,9 @@ async def test_two_workers_never_form_the_same_exchange(
         assert sum(r.exchanges for r in reports) == 18
         assert all(r.exchanges > 0 for r in reports)  # both did part of the work
         async with committed_sessionmaker() as session:
-            assert await session.scalar(select(func.count(Memory.id))) == 18
+            # Each conversation says one thing three times: one memory, said three times.
+            assert await session.scalar(select(func.count(Memory.id))) == 6
+            assert await session.scalar(select(func.sum(Memory.times_said))) == 18
         # No exchange summarized twice: each formation batch (two exchanges, one user) is one call.
         assert sum(len(exchanges_asked(r)) for r in llm_server.requests) == 18
         assert len(llm_server.requests) == 12  # per conversation: a batch of two, then one

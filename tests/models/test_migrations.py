@@ -28,6 +28,8 @@ EXPECTED_TABLES = {
     "personas",
     "incognito_sessions",
     "channel_bindings",
+    "forgotten_claims",
+    "reply_memories",
 }
 
 

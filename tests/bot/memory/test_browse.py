@@ -180,9 +180,9 @@ async def test_browse_by_query_puts_the_best_match_first(
 async def test_long_memories_share_discords_limit(
     fake_discord: FakeDiscord, runtime: Any, sage: Personality
 ) -> None:
-    long = tuple(
-        (f"Day {i}: " + "I walked along the river and counted herons. " * 30, "Lovely.") for i in range(6)
-    )
+    # Each day's walk saw other birds: six memories, not one said six times.
+    birds = ("herons", "swans", "kingfishers", "cormorants", "egrets", "grebes")
+    long = tuple((f"I walked along the river and counted {bird}. " * 30, "Lovely.") for bird in birds)
     await seed_memories(runtime, sage, str(ALICE), exchanges=long)
     page = (await fake_discord.command("memory browse", user=ALICE)).reply
     assert len(page.content) <= 2000

@@ -175,7 +175,16 @@ async def test_export_gives_the_owner_a_card_that_imports_back(
     assert {k: card["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
 
     [original] = await personalities(runtime)
-    await runtime.personalities.delete("seraphina", actor=None)  # beside it, a copy would read like it
+    # Beside it, a copy under another name only would read like it: the refusal names the fix.
+    alike = await import_card(fake_discord, file.data, "seraphina.json", name="sera2")
+    assert alike.reply.ephemeral and "reads like the existing personality 'Seraphina'" in alike.text
+    assert "`display_name:`" in alike.text
+    beside = await import_card(
+        fake_discord, file.data, "seraphina.json", name="sera2", display_name="Seraphina II"
+    )
+    assert "Imported **Seraphina II** (`sera2`)" in beside.text
+    await runtime.personalities.delete("sera2", actor=None)
+    await runtime.personalities.delete("seraphina", actor=None)
     again = await import_card(fake_discord, file.data, "seraphina.json", name="Seraphina Two")
     assert "Avatar: the card's avatar URL." in again.text
     [copy] = await personalities(runtime)

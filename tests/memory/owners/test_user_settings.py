@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,9 +11,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from memory.errors import InvalidInputError
 from memory.formation.importer import parse_transcript
 from memory.formation.mode import effective_mode
+from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.owners.user_settings import UserSettingsService
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.embedders import Embedder
 from models import UserSettings
+from tests.memory.test_service import add_chat, add_personality, make_service
 
 
 async def test_update_upserts_global_and_per_personality_rows(
@@ -121,6 +126,52 @@ async def test_an_export_imports_back_with_its_reply_links(runtime: Any) -> None
         for r in reimported
         if "memory" in r and r["memory"]["personality"] == "sage"
     ] == [("3", "1")]
+
+
+async def test_fresh_mode_with_all_personalities_or_one_and_its_exceptions(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    personalities = PersonalityService(sessionmaker)
+    sage, _ = await personalities.create("Sage")
+    lilith, _ = await personalities.create("Lilith")
+    service = UserSettingsService(sessionmaker)
+    assert not await service.is_fresh("1", sage.id)
+
+    assert await service.set_fresh("1", True, sage.id)
+    assert (await service.is_fresh("1", sage.id), await service.is_fresh("1", lilith.id)) == (True, False)
+    assert not await service.is_fresh("2", sage.id)  # one user's setting only
+    # On with all, off with one: that one is an exception.
+    assert await service.set_fresh("1", True)
+    assert not await service.set_fresh("1", False, lilith.id)
+    assert (await service.is_fresh("1", sage.id), await service.is_fresh("1", lilith.id)) == (True, False)
+    # Off with all ends it everywhere, single personalities' settings included.
+    assert not await service.set_fresh("1", False)
+    assert (await service.is_fresh("1", sage.id), await service.is_fresh("1", lilith.id)) == (False, False)
+    general = await service.get("1")
+    assert general is not None and general.fresh is None  # the status shows it from this row
+
+
+async def test_in_fresh_mode_a_reply_recalls_nothing_and_memories_still_form(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
+) -> None:
+    index = EdgeVectorIndex(tmp_path / "qdrant")
+    try:
+        memory = make_service(sessionmaker, index, embedder, LLMClient(), None)
+        sage = await add_personality(sessionmaker, "Sage")
+        await add_chat(
+            sessionmaker, sage, [("user", "My dog Biscuit turns 4 on May 12"), ("assistant", "Yay!")]
+        )
+        settings = UserSettingsService(sessionmaker)
+        await settings.set_fresh("u1", True, sage.id)
+        assert (await memory.form_pending()).memories == 1  # still formed
+        question = {"personality_id": sage.id, "user_id": "u1", "query": "When is Biscuit's birthday?"}
+        assert await memory.recall(**question, for_reply=True) == []
+        assert len(await memory.recall(**question)) == 1  # the user's own search still finds it
+        assert await memory.recall(**question, for_reply=True) == []  # read as well once names are kept
+        await settings.set_fresh("u1", False, sage.id)
+        assert len(await memory.recall(**question, for_reply=True)) == 1
+    finally:
+        await index.close()
 
 
 BREAKERS = "\u2028\u2029\u0085"

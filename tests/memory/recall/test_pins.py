@@ -132,7 +132,10 @@ async def test_resummarizing_keeps_the_verbatim_words_of_pinned_memories(
     sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, llm_server: LLMTestServer
 ) -> None:
     p = await add_personality(sessionmaker, "Sage")
-    await add_chat(sessionmaker, p, [("user", LONG_USER), ("assistant", LONG_REPLY)] * 2)
+    # The same said in two conversations: two memories (in one, the second would reinforce the first).
+    exchange = [("user", LONG_USER), ("assistant", LONG_REPLY)]
+    await add_chat(sessionmaker, p, exchange)
+    await add_chat(sessionmaker, p, exchange, guild_id="g1", channel_id="c1", prefix="n", start=2)
     await service.form_pending()
     first, second = await memories(sessionmaker)
     assert first.summarizer == second.summarizer == "verbatim"

@@ -42,6 +42,8 @@ def recalled(*sources: list[str], content: str = "a b c") -> list[RecalledMemory
             summarizer="verbatim",
             pinned=False,
             conversation_id=None,
+            times_said=1,
+            repeat_of=None,
             score=1.0,
         )
         for s in sources

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,16 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.recall.index import Candidates
 from memory.recall.query import ParticipantNames, dense_query, names_of
-from memory.recall.search import DENSE_WEIGHT, StoredMemory, fuse, pins_first, with_context
+from memory.recall.search import (
+    DENSE_WEIGHT,
+    EQUAL_SCORES,
+    StoredMemory,
+    by_score,
+    fuse,
+    one_of_each,
+    pins_first,
+    with_context,
+)
 from memory.service import MemoryService
 from memory.types import ScoredId
 from models import Message, Personality
@@ -25,8 +35,19 @@ from tests.memory.test_service import T0, add_chat, add_personality, make_servic
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
 
-def read(memory_id: uuid.UUID, *, pinned: bool = False, content: str = "") -> StoredMemory:
-    return StoredMemory(memory_id, content, None, [], T0, False, "verbatim", pinned, None)
+def read(
+    memory_id: uuid.UUID,
+    *,
+    pinned: bool = False,
+    content: str = "",
+    repeat_of: uuid.UUID | None = None,
+    times_said: int = 1,
+    days_ago: int = 0,
+) -> StoredMemory:
+    at = T0 - timedelta(days=days_ago)
+    return StoredMemory(
+        memory_id, content, None, [], at, False, "verbatim", pinned, None, times_said, repeat_of
+    )
 
 
 def test_fuse_blends_min_max_normalised_scores_with_the_keyword_side_weighing_more() -> None:
@@ -70,6 +91,27 @@ def test_pins_first_moves_only_the_pins_the_query_is_about() -> None:
     assert [m.id for m in pins_first(ranked, {A, B, D})] == [B, A, C, D]
     assert [m.id for m in pins_first(ranked, {A, B, C})] == [B, C, A, D]
     assert [m.id for m in pins_first(ranked, set())] == [A, B, C, D]
+
+
+def test_among_equal_scores_the_memory_said_more_often_comes_first_then_the_newer() -> None:
+    memories = [read(A, days_ago=1), read(B, times_said=3, days_ago=9), read(C, days_ago=2), read(D)]
+    # A and B score as equals (within EQUAL_SCORES); C is clearly below; D clearly above.
+    scores = {A: 0.5, B: 0.5 - EQUAL_SCORES / 4, C: 0.45, D: 0.6}
+    assert [m.id for m in by_score(memories, scores)] == [D, B, A, C]
+    # Said as often: the newer first.
+    assert [m.id for m in by_score(memories[:1] + memories[2:3], {A: 0.5, C: 0.5})] == [A, C]
+
+
+def test_an_answer_holds_one_memory_of_each_group_saying_the_same() -> None:
+    ranked = [
+        read(A, content="Alice: my sister lives in Porto"),
+        read(B, content="Alice: I run on Saturdays"),
+        read(C, content="Alice: Leila, my sister, lives in Porto", repeat_of=A),
+        read(D, content=" alice:  I run on SATURDAYS"),  # the same words
+    ]
+    assert [m.id for m in one_of_each(ranked)] == [A, B]
+    # The better ranked of a group stays, whichever came first.
+    assert [m.id for m in one_of_each([ranked[2], ranked[0]])] == [C]
 
 
 def test_dense_query_leaves_out_the_participants_names() -> None:

@@ -1,0 +1,227 @@
+"""Forgotten claims: what a user forgot or corrected stays forgotten, whatever words it comes back in.
+
+Forgetting a memory (by id, "Forget this") or correcting it records what was removed, for that user
+and personality: the embedding and key facts of its claim (memory.formation.restatements
+`claim_text`), never its text. Then:
+
+- the user's live memories that say the claim again are silenced (`forgotten_claim_id`): recall
+  leaves them out, /memory still lists them, and pinning one lets it back;
+- formation drops a new exchange whose user says the claim again (memory.formation.repeats):
+  its messages are marked forgotten, as if the user had forgotten it too.
+
+A text closer to a correction than to the claim it replaced repeats the correction: it stays.
+Forgetting all of a user's memories (of a personality, or all) clears their claims, so that they can
+start over; the memories their claims silenced are forgotten with the rest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import any_, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
+
+from memory.formation.restatements import Statement, claim_text, closeness, says_again, statement, unit_vector
+from memory.recall.keywords import encode_sparse_query
+from memory.recall.store import MemoryStore
+from memory.types import MemoryState, RecallFilter
+from models import ForgottenClaim, Memory, Message, Personality
+
+# forgotten_claims.kind
+FORGOTTEN_CLAIM = "forgotten"
+CORRECTED_CLAIM = "corrected"
+# How close (cosine, all-MiniLM-L6-v2, the user's words against the claim) a text must be to say a
+# forgotten claim again, its key facts held and nothing negated. bench/data/corrections.jsonl:
+# paraphrases score 0.60 to 0.96 bar one (0.46: "pregnant with our second baby" against "expecting
+# another child"); other things said about the same people up to 0.67, one above 0.60
+# (docs/PERFORMANCE.md, bench.corrections).
+CLAIM_CLOSENESS = 0.6
+# The user's memories looked at, when a claim is recorded, for saying it already (by meaning and by
+# keyword, each side).
+RESTATEMENT_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryClaim:
+    """What a stored memory claims (`claim_text`), who spoke in it, and where it was said."""
+
+    memory_id: uuid.UUID
+    personality_id: int
+    user_id: str
+    text: str
+    speakers: tuple[str, ...]
+    conversation_id: int | None
+    repeat_of: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredClaim:
+    """A recorded claim, as formation and silencing compare texts with it."""
+
+    id: int
+    memory_id: uuid.UUID
+    said: Statement
+    corrected_to: np.ndarray | None
+
+    def said_again_by(self, said: Statement) -> bool:
+        """Whether `said` says this claim again, and not rather its correction."""
+        if not says_again(said, self.said, cosine=closeness(said, self.said), at_least=CLAIM_CLOSENESS):
+            return False
+        return self.corrected_to is None or closeness(said, self.said) > float(
+            said.vector @ self.corrected_to
+        )
+
+
+def _speakers() -> ColumnElement[list[str] | None]:
+    """Who spoke in a memory's messages (correlated to the memory's row)."""
+    return (
+        select(func.array_agg(func.distinct(Message.author_name)))
+        .where(
+            Message.conversation_id == Memory.conversation_id,
+            Message.external_id == any_(Memory.source_message_ids),
+        )
+        .correlate(Memory)
+        .scalar_subquery()
+    )
+
+
+async def memory_claims(session: AsyncSession, *conditions: ColumnElement[bool]) -> list[MemoryClaim]:
+    """The claims of the live memories matching the conditions (read before a memory is forgotten or
+    corrected: its text goes)."""
+    rows = await session.execute(
+        select(
+            Memory.id,
+            Memory.personality_id,
+            Memory.user_id,
+            Memory.content,
+            Personality.display_name,
+            _speakers(),
+            Memory.conversation_id,
+            Memory.repeat_of,
+        )
+        .join(Personality, Personality.id == Memory.personality_id)
+        .where(Memory.state != MemoryState.DELETED.value, *conditions)
+    )
+    return [
+        MemoryClaim(
+            memory_id,
+            personality_id,
+            user_id,
+            claim_text(content, name),
+            (name, *(s for s in spoke or () if s)),
+            conversation_id,
+            repeat_of,
+        )
+        for memory_id, personality_id, user_id, content, name, spoke, conversation_id, repeat_of in rows
+    ]
+
+
+async def remember_claims(
+    store: MemoryStore,
+    session: AsyncSession,
+    removed: Sequence[MemoryClaim],
+    *,
+    kind: str,
+    corrected_to: Mapping[uuid.UUID, Sequence[float]] | None = None,
+) -> int:
+    """Record the claims of these memories (forgotten, or corrected into `corrected_to`), in the
+    session's transaction, then silence the user's live memories that say them again; how many."""
+    if not removed:
+        return 0
+    vectors = await store.embedder.embed([r.text for r in removed])
+    silenced = 0
+    for claim, vector in zip(removed, vectors, strict=True):
+        said = statement(claim.text, vector, speakers=claim.speakers)
+        correction = (corrected_to or {}).get(claim.memory_id)
+        claim_id = await session.scalar(
+            insert(ForgottenClaim)
+            .values(
+                personality_id=claim.personality_id,
+                user_id=claim.user_id,
+                memory_id=claim.memory_id,
+                kind=kind,
+                embedding=list(vector),
+                embedding_model=store.embedding_model,
+                facts=said.stored_facts(),
+                corrected_to=list(correction) if correction is not None else None,
+            )
+            .returning(ForgottenClaim.id)
+        )
+        assert claim_id is not None
+        stored = StoredClaim(claim_id, claim.memory_id, said, _unit(correction))
+        silenced += await _silence_restatements(store, session, claim, stored, vector)
+    return silenced
+
+
+async def _silence_restatements(
+    store: MemoryStore, session: AsyncSession, claim: MemoryClaim, stored: StoredClaim, vector: list[float]
+) -> int:
+    """Silence the user's live memories that say the claim again (the corrected memory itself aside)."""
+    index = await store.ready()
+    found = await index.search(
+        dense=vector,
+        sparse=encode_sparse_query(claim.text),
+        flt=RecallFilter(personality_id=claim.personality_id, user_id=claim.user_id),
+        limit=RESTATEMENT_CANDIDATES,
+    )
+    ids = {hit.id for hit in (*found.dense, *found.keyword)} - {claim.memory_id}
+    if not ids:
+        return 0
+    candidates = await memory_claims(
+        session,
+        Memory.id.in_(sorted(ids)),
+        Memory.personality_id == claim.personality_id,
+        Memory.user_id == claim.user_id,
+        Memory.forgotten_claim_id.is_(None),
+        Memory.pinned.is_(False),
+    )
+    if not candidates:
+        return 0
+    vectors = await store.embedder.embed([c.text for c in candidates])
+    restating = [
+        c.memory_id
+        for c, vector in zip(candidates, vectors, strict=True)
+        if stored.said_again_by(statement(c.text, vector, speakers=c.speakers))
+    ]
+    if restating:
+        await session.execute(
+            update(Memory).where(Memory.id.in_(restating)).values(forgotten_claim_id=stored.id)
+        )
+    return len(restating)
+
+
+async def claims_of(
+    session: AsyncSession, personality_id: int, user_ids: Collection[str]
+) -> dict[str, list[StoredClaim]]:
+    """The recorded claims of these users with this personality, by user."""
+    rows = await session.execute(
+        select(
+            ForgottenClaim.id,
+            ForgottenClaim.user_id,
+            ForgottenClaim.memory_id,
+            ForgottenClaim.embedding,
+            ForgottenClaim.facts,
+            ForgottenClaim.corrected_to,
+        ).where(ForgottenClaim.personality_id == personality_id, ForgottenClaim.user_id.in_(sorted(user_ids)))
+    )
+    claims: dict[str, list[StoredClaim]] = {}
+    for claim_id, user_id, memory_id, embedding, facts, corrected_to in rows:
+        said = Statement.stored(embedding, facts)
+        claims.setdefault(user_id, []).append(StoredClaim(claim_id, memory_id, said, _unit(corrected_to)))
+    return claims
+
+
+async def clear_claims(session: AsyncSession, *, user_id: str, personality_id: int | None) -> int:
+    """Forget what the user forgot (with one personality, or all): they start over; how many."""
+    statement_ = delete(ForgottenClaim).where(ForgottenClaim.user_id == user_id)
+    if personality_id is not None:
+        statement_ = statement_.where(ForgottenClaim.personality_id == personality_id)
+    return len((await session.scalars(statement_.returning(ForgottenClaim.id))).all())
+
+
+def _unit(vector: Sequence[float] | None) -> np.ndarray | None:
+    return unit_vector(vector) if vector is not None else None

@@ -1,0 +1,25 @@
+"""What the domain's tests share: a memory service on the test database and its own Edge index."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.llm import LLMClient
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.embedders import Embedder
+from memory.service import MemoryService
+from tests.memory.test_service import make_service
+
+
+@pytest.fixture
+async def service(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
+) -> AsyncIterator[MemoryService]:
+    """A memory service with extractive summaries and an Edge index in the test's folder."""
+    index = EdgeVectorIndex(tmp_path / "qdrant")
+    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
+    await index.close()
