@@ -75,6 +75,15 @@ def _ready(lines: list[str]) -> bool:
 
 def _is_postmaster(pid: int, pgdata: Path) -> bool:
     """Whether `pid` is a live PostgreSQL server of `pgdata` (not a process that reused the pid)."""
+    proc = Path(f"/proc/{pid}")
+    if Path("/proc/self").is_dir():
+        # Linux: the two files psutil reads there, without its import (~15 ms of every command).
+        try:
+            name = (proc / "comm").read_text().strip()
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # no such process, or not ours to see
+            return False
+        return name == "postgres" and os.fsencode(pgdata) in args
     import psutil
 
     try:

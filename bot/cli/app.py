@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import gc
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -66,6 +68,7 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
         embedder = make_deployment_embedder(settings, load_now=getattr(args, "embeds", False))
     async with open_core(settings) as core:
         if embedder is None:
+            collect_garbage_from_now()
             await args.handler(args, core)
             return
         # `personae reindex` (not --check) refills the index from PostgreSQL: it may start a damaged one.
@@ -73,6 +76,7 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
         async with open_memory_services(
             core, embedder=embedder, rebuild_index=rebuild, index_when_used=not with_memory
         ) as runtime:
+            collect_garbage_from_now()
             await args.handler(args, runtime)
 
 
@@ -124,6 +128,28 @@ def _broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Python's last garbage collection at exit takes apart every object the command made (~0.2 s
+    # of a cold `personae recall`); frozen objects are left alone and their memory goes back whole.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+    # Start-up (imports, settings, the services built) makes ~100,000 objects that live as long as
+    # the command and almost no garbage: the collector's ~240 passes over them cost ~60 ms of a cold
+    # recall. It runs from the command's own work on, over what that makes (`collect_garbage_from_now`).
+    gc.disable()
+    try:
+        return _run_command(argv)
+    finally:
+        gc.unfreeze()  # a caller that goes on (a test) gets its garbage collected as before
+        gc.enable()
+
+
+def collect_garbage_from_now() -> None:
+    """Start-up is over: collect garbage again, leaving what start-up made out of the passes."""
+    gc.freeze()
+    gc.enable()
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     from bot.settings import load_bot_settings
     from memory.errors import UserFacingError
@@ -145,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         standalone = getattr(args, "standalone", None)
         if standalone is not None:
+            collect_garbage_from_now()
             return int(standalone(args, settings))
         asyncio.run(run_handler(args, settings))
         sys.stdout.flush()  # a broken pipe shows here, while it can still be handled

@@ -26,8 +26,8 @@ words of asking, never from a list of what some data set talks about:
   answer it. The head is the last content word of the noun phrase after "what/which/who/where
   (+ be)" or "how old (+ be)" ("what's my home address", "which herb can't I", "what pet do I"), the
   noun after "of" when that phrase only shapes ("the name of my dog", "what kind of art"), the noun
-  of "how many wolves". It is matched in all its forms (`_forms`, lemminflect's tables of English
-  inflection: "wolves" and "wolf", which the stemmer alone does not join). Searching every content
+  of "how many wolves". It is matched in all its forms (memory.recall.word_forms, lemminflect's tables
+  of English inflection: "wolves" and "wolf", which the stemmer alone does not join). Searching every content
   word in all its forms ("did I buy" finding "bought") was measured and left out: one more direct
   question on bench.recall_questions, LoCoMo dev r@10 1.8 less in summarized mode.
 """
@@ -38,11 +38,9 @@ import enum
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from functools import lru_cache
-
-from lemminflect import getAllInflections, getAllLemmas
 
 from memory.recall.keywords import encode_sparse_query, own_line_terms
+from memory.recall.word_forms import other_forms
 from memory.types import SparseVector
 
 # The keyword weight of a content word and of an entity. A word that only shapes the question is not
@@ -225,7 +223,7 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         gathers=gathers,
         answer_kind=_answer_kind(bare),
         known=frozenset(named | set(bare)),
-        head=frozenset(encode_sparse_query(f"{head} {_forms(head)}").indices if head else ()),
+        head=frozenset(encode_sparse_query(" ".join({head, *other_forms(head)})).indices if head else ()),
         listed=listed,
     )
 
@@ -307,13 +305,3 @@ def _head(lowered: list[str], carrying: list[bool]) -> str | None:
             head = word
     # "what time", "what's the date": the kind of answer asked for (AnswerKind), not what it is about.
     return None if head in _TIME_NOUNS else head
-
-
-@lru_cache(maxsize=4096)
-def _forms(word: str) -> str:
-    """The word's other forms, space-separated: its lemmas and their inflections (bought, buy, buys)."""
-    lemmas = {lemma for found in getAllLemmas(word).values() for lemma in found}
-    inflected = {
-        form for lemma in lemmas | {word} for found in getAllInflections(lemma).values() for form in found
-    }
-    return " ".join(sorted((lemmas | inflected) - {word}))

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+import onnxruntime
 import pytest
 from tokenizers import Tokenizer
 
@@ -137,6 +138,7 @@ async def test_missing_model_is_exported_on_first_use_in_a_child_process(
         "model.int8.onnx",
         "tokenizer.json",
         "embedder.json",
+        f"model.int8.optimized-ort{onnxruntime.__version__}.onnx",  # made at the first load
     }
     (reference,) = await embedder.embed(["Alice adopted a small grey kitten last week."])
     assert cosine(reference, result["vector"]) > 0.99999
@@ -202,3 +204,39 @@ async def test_a_query_runs_beside_a_formation_batch_not_after_it(embedder: Embe
     assert not batch.done()
     assert len(await batch) == 128
     assert cosine(vector, alone) > 0.9999
+
+
+def linked_export(tmp_path: Path) -> Path:
+    """A cache directory whose export is the default one's files, linked (the copy goes beside them)."""
+    exported = LocalEmbedder().model_dir
+    model_dir = tmp_path / "cache" / exported.name
+    model_dir.mkdir(parents=True)
+    for name in (MANIFEST_FILE, MODEL_FILE, QUANTIZED_FILE, TOKENIZER_FILE):
+        (model_dir / name).symlink_to(exported / name)
+    return model_dir
+
+
+async def test_the_graph_is_optimized_once_and_its_copy_gives_the_same_vectors(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    model_dir = linked_export(tmp_path)
+    expected = await embedder.embed(TEXTS)
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == expected  # the copy made
+    (optimized,) = model_dir.glob("model.int8.optimized-*.onnx")
+    assert list(model_dir.glob("*.partial")) == []
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == expected  # the copy opened
+    # A copy that does not load (cut short by a full disk, say) is made again.
+    optimized.write_bytes(b"not a graph")
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == expected
+    assert optimized.stat().st_size > 1_000_000
+
+
+async def test_where_the_copy_cannot_be_written_the_graph_loads_as_it_is(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    model_dir = linked_export(tmp_path)
+    # A directory in the copy's place: nothing can be written or renamed there.
+    blocked = model_dir / f"model.int8.optimized-ort{onnxruntime.__version__}.onnx"
+    (blocked / "taken").mkdir(parents=True)
+    assert await LocalEmbedder(model_dir.parent).embed(TEXTS) == await embedder.embed(TEXTS)
+    assert blocked.is_dir() and list(model_dir.glob("*.partial")) == []
