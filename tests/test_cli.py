@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -632,3 +633,30 @@ def test_the_embedded_postgresql_stays_up_between_commands_until_stopped_and_rec
     (where / "postmaster.pid").write_text("\n".join(stale) + "\n")
     assert cli("personality", "list").stdout.splitlines()[1].startswith("sage")
     assert running_embedded_postgres(embedded_data_dir) is not None
+
+
+def test_sigterm_stops_the_worker_in_order_as_ctrl_c_does(scratch_database_url: str, tmp_path: Path) -> None:
+    """`docker stop` and systemd send SIGTERM: the worker ends its pass and closes what it holds, exit 0,
+    rather than dying where it stands (or, as a container's first process, ignoring it until killed)."""
+    environ = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "DISCORD_TOKEN"}}
+    environ["DATABASE_URL"] = scratch_database_url.replace("+asyncpg", "")
+    environ["PERSONAE_DATA_DIR"] = str(tmp_path)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "worker"],
+        env=environ,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stderr is not None
+        for line in worker.stderr:  # the worker is at work: its signal handler is in place
+            if "Memory worker started" in line:
+                break
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, err
+    assert "Traceback" not in err

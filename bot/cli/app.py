@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities
 from bot.cli.logs import configure_logging
 from bot.cli.output import CommandError, one_line
+from bot.cli.stopping import stop_on_sigterm
 
 if TYPE_CHECKING:
     from bot.settings import BotSettings
@@ -59,6 +60,8 @@ def _describe_commands(parser: argparse.ArgumentParser) -> None:
 async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
     """Open what the command runs on (the Core, or the Runtime over it) and run it."""
     from bot.runtime import make_deployment_embedder, open_core, open_memory_services
+
+    stop_on_sigterm()
 
     with_memory = getattr(args, "with_memory", False)
     index_when_used = getattr(args, "index_when_used", False)
@@ -182,6 +185,8 @@ def _run_command(argv: Sequence[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except asyncio.CancelledError:  # SIGTERM (stop_on_sigterm): asked to stop, and stopped in order
+        return 0
     except Exception as exc:
         explained = explain_connection_error(exc, settings)
         if explained is None:

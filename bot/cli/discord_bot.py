@@ -7,6 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from bot.cli.output import CommandError
+from bot.cli.stopping import stop_on_sigterm
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
@@ -54,7 +55,7 @@ def cmd_run(args: argparse.Namespace, settings: BotSettings) -> int:
         raise CommandError("enable the Message Content intent for the bot in the developer portal.") from None
     except DiscordUnreachableError as exc:
         raise CommandError(f"Cannot reach Discord: {exc}. Check this machine's network access.") from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (stop_on_sigterm)
         return 0
     return 0
 
@@ -66,6 +67,7 @@ async def serve(settings: BotSettings, token: str) -> None:
     from bot.client import PersonaeBot
     from bot.runtime import open_runtime
 
+    stop_on_sigterm()
     async with open_runtime(settings) as runtime, PersonaeBot(runtime=runtime) as bot:
         try:
             await bot.start(token)
