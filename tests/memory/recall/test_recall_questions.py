@@ -3,7 +3,6 @@ floor, and the user's own lines preferred in a question about them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,14 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.formation.sillytavern import parse_sillytavern
-from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder
 from memory.recall.keywords import OWN_LINES_BIT, encode_sparse_query
 from memory.service import MemoryService
 from memory.types import MemoryMode, RecallFilter, SparseVector
-from tests.memory.test_service import add_chat, add_personality, make_service
+from tests.memory.test_service import add_chat, add_personality
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLEPLAY = ROOT / "bench" / "data" / "seraphina_sillytavern.jsonl"  # a SillyTavern chat, user Kael
@@ -29,15 +25,6 @@ UNRELATED = (
     "the boiling point of mercury",
     "what is the capital of Mongolia",
 )
-
-
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[MemoryService]:
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
-    await index.close()
 
 
 async def imported(

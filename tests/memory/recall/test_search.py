@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -164,15 +164,6 @@ def test_with_context_attaches_neighbours_to_the_best_hits_while_the_words_fit()
     ]
     # The hits are never cut, whatever the budget.
     assert [hit.id for hit, _ in with_context([h1, h2], {}, budget=0)] == [h1.id, h2.id]
-
-
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[MemoryService]:
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
-    await index.close()
 
 
 TOPICS = ["the weather", "my garden", "Zephyrine's wedding", "the dress I wore", "the cake", "my commute"]
