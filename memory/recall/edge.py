@@ -9,7 +9,6 @@ import fcntl
 import logging
 import os
 import shutil
-import typing
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from memory.recall.index import (
     ScrollOffset,
     VectorIndex,
     as_uuid,
+    dense_vectors_by_id,
     dimension_error,
     payload_dict,
     payload_indexes,
@@ -228,12 +228,7 @@ class EdgeVectorIndex(VectorIndex):
             return {}
         shard = self._require_shard()
         records = await asyncio.to_thread(shard.retrieve, list(ids), False, [DENSE_VECTOR])
-        found: dict[uuid.UUID, list[float]] = {}
-        for record in records:
-            vector = record.vector.get(DENSE_VECTOR) if isinstance(record.vector, dict) else None
-            if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
-                found[as_uuid(record.id)] = typing.cast(list[float], vector)
-        return found
+        return dense_vectors_by_id(records)
 
     async def _scroll_page(
         self, personality_id: int | None, offset: ScrollOffset, limit: int

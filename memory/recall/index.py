@@ -209,6 +209,17 @@ def as_uuid(point_id: object) -> uuid.UUID:
     return point_id if isinstance(point_id, uuid.UUID) else uuid.UUID(str(point_id))
 
 
+def dense_vectors_by_id(records: Sequence[Any]) -> dict[uuid.UUID, list[float]]:
+    """The dense vector of each retrieved record (Edge's or the server's: both carry `id` and a
+    `vector` dict), by id; a record without one is left out."""
+    found: dict[uuid.UUID, list[float]] = {}
+    for record in records:
+        vector = record.vector.get(DENSE_VECTOR) if isinstance(record.vector, dict) else None
+        if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
+            found[as_uuid(record.id)] = typing.cast(list[float], vector)
+    return found
+
+
 def usable_sparse(sparse: SparseVector | None) -> SparseVector | None:
     # A query of stopwords only encodes to nothing; searching with it would just return no hits.
     return sparse if sparse is not None and sparse.indices else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import typing
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from memory.recall.index import (
     ScrollOffset,
     VectorIndex,
     as_uuid,
+    dense_vectors_by_id,
 )
 from memory.recall.keywords import KEYWORD_ENCODER
 from memory.types import IndexPoint, RecallFilter, ScoredId, SparseVector
@@ -153,12 +153,7 @@ class QdrantServerIndex(VectorIndex):
         records = await self._client.retrieve(
             self._collection, ids=[str(i) for i in ids], with_payload=False, with_vectors=[DENSE_VECTOR]
         )
-        found: dict[uuid.UUID, list[float]] = {}
-        for record in records:
-            vector = record.vector.get(DENSE_VECTOR) if isinstance(record.vector, dict) else None
-            if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
-                found[as_uuid(record.id)] = typing.cast(list[float], vector)
-        return found
+        return dense_vectors_by_id(records)
 
     async def _scroll_page(
         self, personality_id: int | None, offset: ScrollOffset, limit: int
