@@ -344,24 +344,6 @@ class MemoryStore:
             )
             done += len(memories)
 
-    async def forget(
-        self,
-        *,
-        user_id: str,
-        personality_id: int | None = None,
-        memory_ids: Sequence[uuid.UUID] | None = None,
-    ) -> int:
-        """Delete the user's memories (all, one personality's, or the given ids); returns how many."""
-        conditions = [Memory.user_id == user_id]
-        if personality_id is not None:
-            conditions.append(Memory.personality_id == personality_id)
-        if memory_ids is not None:
-            conditions.append(Memory.id.in_(list(memory_ids)))
-        async with self.sessionmaker.begin() as session:
-            deleted = await forget_rows(session, *conditions)
-        await self.drop_points(deleted)
-        return len(deleted)
-
     async def drop_points(self, ids: Sequence[uuid.UUID]) -> None:
         """Remove forgotten memories' points from the index (after their rows are committed)."""
         if ids:
