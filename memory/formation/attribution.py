@@ -33,7 +33,7 @@ from typing import Protocol
 
 from text_to_num import alpha2digit
 
-from memory.formation.cleaning import strip_chat_template_tokens
+from memory.formation.cleaning import speaker_label, strip_chat_template_tokens
 from memory.formation.extractive import split_sentences
 from memory.formation.fidelity import word_stem
 
@@ -47,7 +47,6 @@ MIN_EVIDENCE = 2
 # A subject must own at least this share of the content words a sentence took from the exchange.
 OWNED_SHARE = 0.5
 
-_LABEL_RE = re.compile(r"^[ \t]*([^\s:.!?,][^\n:.!?,]{0,39}?)[ \t]*:(?=\s|$)")
 _ROLE_NOTE_RE = re.compile(r"\s*\((?:another user|answering another user)\)\s*$")
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+(?:[.,:]\d+)*")
 _FIRST_PERSON_TEXT = "i i'm i've i'll i'd me my mine myself we we're we've we'll us our ours"
@@ -134,10 +133,10 @@ def exchange_lines(text: str, context: Iterable[Spoken] = ()) -> list[Line]:
     lines = [Line(_speaker(q.speaker), q.text, q.other) for q in context if q.speaker]
     speaker = ""
     for raw in strip_chat_template_tokens(text).splitlines():
-        label = _LABEL_RE.match(raw)
-        if label is not None and len(label.group(1).split()) <= 4:
+        label = speaker_label(raw.strip())
+        if label is not None:
             speaker = _speaker(label.group(1))
-            raw = raw[label.end() :]
+            raw = raw.strip()[label.end() :]
         if raw.strip():
             lines.append(Line(speaker, raw.strip()))
     return lines

@@ -191,6 +191,39 @@ def strip_roleplay_formatting(text: str) -> str:
     return _restore(text, saved).strip()
 
 
+# --- Transcripts ------------------------------------------------------------------------------------
+
+# `Name: text` at a line's start, as `memory.formation.exchanges.render_lines` writes it (a name of
+# at most LABEL_MAX_WORDS words).
+SPEAKER_LABEL_RE = re.compile(r"([^\s:.!?,][^\n:.!?,]{0,39}?)[ \t]*:(?:[ \t]+|$)")
+LABEL_MAX_WORDS = 4
+
+
+def speaker_label(line: str) -> re.Match[str] | None:
+    """The `Name:` label opening a transcript line, or None."""
+    label = SPEAKER_LABEL_RE.match(line)
+    return label if label is not None and len(label.group(1).split()) <= LABEL_MAX_WORDS else None
+
+
+def clean_transcript(text: str) -> str:
+    """A `Name: text` transcript cleaned of template tokens and roleplay noise, line by line.
+
+    Nothing said is lost: a line that cleaning would leave empty, or with only its speaker's label
+    (an emoji-only message, a lone *action*), is kept as said: "User: 👍" is an answer, and
+    "User: | Sage:" remembers nothing.
+    """
+    kept = []
+    for line in strip_chat_template_tokens(text).split("\n"):
+        cleaned = strip_roleplay_formatting(line)
+        label = speaker_label(cleaned) if speaker_label(line) else None
+        said = cleaned[label.end() :] if label is not None else cleaned
+        if said.strip():
+            kept.append(cleaned)
+        elif line.strip():
+            kept.append(" ".join(line.split()))
+    return "\n".join(kept)
+
+
 # --- Chat-template control tokens ------------------------------------------------------------------
 
 _ROLE = r"(?:system|user|assistant|model|tool|function|developer|ipython|human)"

@@ -12,16 +12,13 @@ import heapq
 import math
 import re
 
-from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
+from memory.formation.cleaning import speaker_label, strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.fidelity import extract_key_facts
 from memory.tokens import count_tokens, truncate_to_tokens
 
 _WHITESPACE_RUN_RE = re.compile(r"\s+")
 _WORD_CHARACTER_RE = re.compile(r"\w")
 _LEADING_NON_WORD_RE = re.compile(r"^[^\w]+")
-# `Name: text` at a line's start, as `memory.formation.exchanges.render_lines` writes it.
-_SPEAKER_LABEL_RE = re.compile(r"([^\s:.!?,][^\n:.!?,]{0,39}?)[ \t]*:[ \t]+(?=\S)")
-_LABEL_MAX_WORDS = 4
 _SENTENCE_MARKS = ".!?…"
 _CLOSING_QUOTES = "\"'”’)]"
 _POSITION_WEIGHT = 0.5
@@ -68,9 +65,9 @@ def _spoken(text: str) -> list[tuple[int, str, str, str]]:
     turn = 0
     speaker = ""
     for number, line in enumerate(text.split("\n")):
-        label = _SPEAKER_LABEL_RE.match(line)
+        label = speaker_label(line)
         body = line
-        if label is not None and len(label.group(1).split()) <= _LABEL_MAX_WORDS:
+        if label is not None:
             turn += 1
             speaker = label.group(1)
             body = line[label.end() :]

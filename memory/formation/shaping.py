@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
+from memory.formation.cleaning import clean_transcript
 from memory.formation.exchanges import Exchange
 from memory.formation.extractive import split_sentences
 from memory.formation.fidelity import Facts, key_facts, vocabulary
@@ -70,7 +70,7 @@ async def shape_exchanges(
         if mode is MemoryMode.VERBATIM:
             shaped.append(Shaped(exchange, mode, verbatim, None, False, VERBATIM, [], len(verbatim)))
             continue
-        cleaned = strip_roleplay_formatting(strip_chat_template_tokens(verbatim))
+        cleaned = clean_transcript(verbatim)
         if count_tokens(cleaned) < min_summarize_tokens:
             # Too short to gain from a summary: the cleaned text is the memory (or the original,
             # when cleaning left nothing worth searching, as with an emoji-only exchange).
