@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from memory.conversations import LoggedMessage
@@ -19,6 +19,13 @@ from memory.formation.cleaning import strip_chat_template_tokens
 from memory.types import MessageRole
 
 CONTEXT_MESSAGES = 3
+# A line this long after the line before it opens a new session: a reply's further part said after
+# it is an exchange of its own (an imported LoCoMo session opens with the personality's line, weeks
+# after the user's last one), and no context reaches back across it. Three hours: the parts of one
+# reply follow each other within minutes, even from a slow local model or a bot catching up after a
+# restart, while a conversation taken up again after a night (or a session days later) is a new
+# one. A constant, not a setting: it is what a chat session is, not a property of a deployment.
+SILENCE = timedelta(hours=3)
 
 
 class Spoken(Protocol):
@@ -138,12 +145,18 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
     replies: dict[str, list[LoggedMessage]] = {}
     orphans: list[LoggedMessage] = []
     late: list[tuple[LoggedMessage, list[LoggedMessage]]] = []
+    resumed: list[tuple[LoggedMessage, list[LoggedMessage]]] = []
     for message in log:
         if message.role is MessageRole.USER or not allowed(message):
             continue
         answered = position.get(message.reply_to) if message.reply_to is not None else None
         if answered is None or log[answered].role is not MessageRole.USER:
             orphans.append(message)
+        elif log[answered].external_id in replies and _after_silence(log, position[message.external_id]):
+            # A further part said after a long silence: the exchange it would join was over.
+            resumed.append((log[answered], [message]))
+        elif resumed and resumed[-1][0] is log[answered]:
+            resumed[-1][1].append(message)  # the parts after it go with it
         else:
             replies.setdefault(log[answered].external_id, []).append(message)
     earlier: dict[str, list[LoggedMessage]] = {}  # a user's unanswered messages so far
@@ -166,7 +179,7 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
         own = (*earlier.pop(message.author_id, []), message)
         context = _context(log, position[own[0].external_id], hidden)
         found.append((index, Exchange(message.author_id, own, tuple(answers), context)))
-    for message, answers in late:
+    for message, answers in late + resumed:
         if left_out(message, answers):
             excluded.extend(answers)
             continue
@@ -176,6 +189,11 @@ def group_exchanges(log: Sequence[LoggedMessage], *, formable: Collection[str] |
     waiting = sorted((m for ms in earlier.values() for m in ms), key=lambda m: position[m.external_id])
     excluded.sort(key=lambda m: position[m.external_id])
     return Grouping(exchanges=[e for _, e in found], orphans=orphans, waiting=waiting, excluded=excluded)
+
+
+def _after_silence(log: Sequence[LoggedMessage], index: int) -> bool:
+    """Whether the line at `index` comes SILENCE or more after the line before it."""
+    return index > 0 and log[index].created_at - log[index - 1].created_at >= SILENCE
 
 
 def _hidden(log: Sequence[LoggedMessage]) -> set[str]:
@@ -189,7 +207,7 @@ def _context(log: Sequence[LoggedMessage], first: int, hidden: set[str]) -> tupl
     """The CONTEXT_MESSAGES messages before position `first` that are not hidden, oldest first."""
     context: list[LoggedMessage] = []
     index = first
-    while index > 0 and len(context) < CONTEXT_MESSAGES:
+    while index > 0 and len(context) < CONTEXT_MESSAGES and not _after_silence(log, index):
         index -= 1
         if log[index].external_id not in hidden:
             context.append(log[index])
