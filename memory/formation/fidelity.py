@@ -28,6 +28,7 @@ from memory.formation.names import (
     is_name,
     is_sentence_initial,
     may_be_a_name,
+    opening_names,
     without_speakers,
 )
 from memory.formation.quantities import (
@@ -38,11 +39,25 @@ from memory.formation.quantities import (
     WEEKDAYS,
     canonical_number,
     dated,
+    hour_numbers,
     lowercase_dates,
     numbers_as_digits,
+    thousands,
+    time_readings,
     timed,
 )
-from memory.formation.words import DISTINCTIVE_ZIPF, NEVER_NAMES, WORD_RE, possessive_dropped, word_stem, zipf
+from memory.formation.words import (
+    DISTINCTIVE_ZIPF,
+    ENGLISH,
+    NEVER_NAMES,
+    WORD_RE,
+    is_common_noun,
+    is_latin,
+    language,
+    possessive_dropped,
+    word_stem,
+    zipf,
+)
 
 __all__ = [
     "Facts",
@@ -95,31 +110,37 @@ class Vocabulary:
     words: frozenset[str]
     numbers: frozenset[str]
     times: frozenset[str]
+    language: str = ENGLISH  # what a summary too short to tell is read as
+    latin: bool = True  # most of its letters Latin: a name spelled in them can be looked for
+    # Other ways its numbers and times read: "2:30" is "14:30" too, "15:00" holds 3 and 15, "1.5k" 1500.
+    readings: frozenset[str] = frozenset()
 
     def holds(self, facts: Facts) -> list[str]:
         """The keys of `facts` this text does not hold, sorted."""
         missing = [key for key, stems in facts.names.items() if not all(s in self.words for s in stems)]
-        missing += [n for n in facts.numbers if n not in self.numbers]
-        missing += [t for t in facts.times if t not in self.times]
+        missing += [n for n in facts.numbers if n not in self.numbers and n not in self.readings]
+        missing += [t for t in facts.times if t not in self.times and t not in self.readings]
         missing += [d for d in facts.dates if d not in self.words]
         return sorted(missing)
 
 
-def _prepared(text: str) -> tuple[str, set[str], set[str], set[str], set[str]]:
+def _prepared(text: str, *, readings: bool = False) -> tuple[str, set[str], set[str], set[str], set[str]]:
     """The text ready for words and numbers: labels, links, dates and times taken out."""
     text, speakers = without_speakers(strip_chat_template_tokens(text))
     text = _NOT_FACTS_RE.sub(" ", text)
     numbers: set[str] = set()
     dates: set[str] = set()
     times: set[str] = set()
-    text = timed(dated(text, numbers, dates), times)
+    text = timed(dated(text, numbers, dates, readings=readings), times)
     return text, speakers, numbers, dates, times
 
 
-def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
-    """The key facts of `text`; `names` are names known beyond it (the speakers of an exchange)."""
+def key_facts(text: str, *, names: Iterable[str] = (), lang: str | None = None) -> Facts:
+    """The key facts of `text`; `names` are names known beyond it (the speakers of an exchange),
+    `lang` its language when known (else guessed: memory.formation.words.language)."""
+    lang = lang or language(text)
     text, speakers, numbers, dates, times = _prepared(text)
-    text = numbers_as_digits(text, threshold=2)
+    text = numbers_as_digits(text, threshold=2, lang=lang)
     numbers.update(canonical_number(m.group()) for m in NUMBER_RE.finditer(text))
     known = speakers | {word_stem(n) for n in names}
     tokens = [(m.group(), m.start(), m.end()) for m in WORD_RE.finditer(text)]
@@ -131,7 +152,7 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
     # so is one that opens two sentences and is never written in lower case ("Harold ... Harold").
     openings: dict[str, int] = {}
     for word, start, _ in tokens:
-        if word[0].isupper() and not word.isupper():
+        if word[0].isupper() and not word.isupper() and not is_common_noun(word, lang):
             if not is_sentence_initial(text, start):
                 known.add(word_stem(word))
             else:
@@ -139,7 +160,7 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
     known.update(
         stem
         for stem, count in openings.items()
-        if count > 1 and stem not in lowercase and stem not in NEVER_NAMES and may_be_a_name(stem)
+        if count > 1 and stem not in lowercase and stem not in NEVER_NAMES and may_be_a_name(stem, lang)
     )
     found: dict[str, tuple[str, ...]] = {}
     run: list[str] = []
@@ -165,6 +186,9 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
                 continue
             close_run()
             continue
+        if not word[0].isupper():
+            close_run()  # a script without capitals (Japanese, Arabic): its names are not told apart
+            continue
         month = MONTHS.get(folded.rstrip("."))
         initial = is_sentence_initial(text, start)
         if folded in WEEKDAY_ABBREVIATIONS:
@@ -178,7 +202,7 @@ def key_facts(text: str, *, names: Iterable[str] = ()) -> Facts:
             dates.add(month or folded)
             close_run()
             continue
-        if not is_name(word, folded, initial, text, end, known, lowercase) and not (
+        if not is_name(word, folded, initial, text, end, known, lowercase, lang) and not (
             initial and coordinated(text, end, known)
         ):
             close_run()
@@ -203,9 +227,12 @@ def extract_key_facts(text: str) -> set[str]:
 
 def vocabulary(text: str) -> Vocabulary:
     """What `text` holds for the fact checks (see Vocabulary)."""
-    text, speakers, numbers, dates, times = _prepared(text)
-    text = numbers_as_digits(text, threshold=0)
+    lang = language(text)
+    latin = is_latin(without_speakers(text)[0])
+    text, speakers, numbers, dates, times = _prepared(text, readings=True)
+    text = numbers_as_digits(text, threshold=0, lang=lang)
     numbers.update(canonical_number(m.group()) for m in NUMBER_RE.finditer(text))
+    readings = time_readings(times) | hour_numbers(time_readings(times)) | thousands(text)
     words = set()
     for word in WORD_RE.findall(text):
         folded = word.casefold()
@@ -214,7 +241,14 @@ def vocabulary(text: str) -> Vocabulary:
         full = MONTHS.get(folded) or WEEKDAY_ABBREVIATIONS.get(folded)
         if full is not None:
             words.add(full)
-    return Vocabulary(frozenset(words | speakers | dates), frozenset(numbers), frozenset(times))
+    return Vocabulary(
+        frozenset(words | speakers | dates),
+        frozenset(numbers),
+        frozenset(times),
+        lang,
+        latin,
+        frozenset(readings),
+    )
 
 
 def fidelity_misses(source: str, summary: str, *, names: Iterable[str] = ()) -> list[str]:
@@ -223,5 +257,18 @@ def fidelity_misses(source: str, summary: str, *, names: Iterable[str] = ()) -> 
 
 
 def foreign_facts(summary: str, allowed: Vocabulary, *, names: Iterable[str] = ()) -> list[str]:
-    """The key facts of `summary` that the allowed text does not hold: invented, or someone else's."""
-    return allowed.holds(key_facts(summary, names=names))
+    """The key facts of `summary` that the allowed text does not hold: invented, or someone else's.
+
+    A summary is read in its own language (its exchange's when too short to tell). A name spelled in
+    Latin letters cannot be looked for in an exchange written in another script ("Cairo" for
+    "القاهرة"): unchecked, not invented. A name opening a sentence as its subject ("Carol is her
+    boss.") must be held too, however common the word.
+    """
+    lang = language(summary, default=allowed.language)
+    facts = key_facts(summary, names=names, lang=lang)
+    if not allowed.latin:
+        facts = facts.only(k for k in facts.keys() if k not in facts.names or not is_latin(k))  # noqa: SIM118
+    missing = allowed.holds(facts)
+    if allowed.latin:
+        missing += sorted(s for s in opening_names(summary, lang) - allowed.words if s not in missing)
+    return missing

@@ -12,9 +12,11 @@ import re
 from memory.formation.words import (
     COMMON_ZIPF,
     DISTINCTIVE_ZIPF,
+    ENGLISH,
     NEVER_NAMES,
     TITLES,
     WORD_RE,
+    is_common_noun,
     possessive_dropped,
     word_stem,
     zipf,
@@ -56,9 +58,9 @@ def is_sentence_initial(text: str, start: int) -> bool:
     return i < 0 or text[i] in _SENTENCE_END
 
 
-def may_be_a_name(stem: str) -> bool:
+def may_be_a_name(stem: str, lang: str = ENGLISH) -> bool:
     """Not an everyday word, nor shaped like a verb or an adverb ("Searching", "Sadly")."""
-    return zipf(stem) < DISTINCTIVE_ZIPF and not (len(stem) > 5 and stem.endswith(("ing", "ly", "ed")))
+    return zipf(stem, lang) < DISTINCTIVE_ZIPF and not (len(stem) > 5 and stem.endswith(("ing", "ly", "ed")))
 
 
 _COORDINATED_RE = re.compile(r" (?:and|&|or) ([^\W\d_][\w'’-]*)")
@@ -71,7 +73,14 @@ def coordinated(text: str, end: int, known: set[str]) -> bool:
 
 
 def is_name(
-    word: str, folded: str, initial: bool, text: str, end: int, known: set[str], lowercase: set[str]
+    word: str,
+    folded: str,
+    initial: bool,
+    text: str,
+    end: int,
+    known: set[str],
+    lowercase: set[str],
+    lang: str = ENGLISH,
 ) -> bool:
     """Whether a capitalized word is (part of) a name; see the module docstring."""
     stem = word_stem(word)
@@ -79,6 +88,8 @@ def is_name(
         return False
     if stem in known:
         return True
+    if is_common_noun(word, lang):
+        return False  # German capitalizes its nouns
     if word.isupper():
         # Shouting ("I GOT AN ALLOTMENT") is no name; a short rare acronym ("LGBTQ") is.
         return len(word) <= 5 and zipf(folded) < DISTINCTIVE_ZIPF
@@ -90,6 +101,33 @@ def is_name(
         return False  # "They've", "Didn't", "Startin'": contractions open sentences, names rarely do
     if stem in lowercase or folded in lowercase:
         return False  # "Junipers like..." where the text also says "a juniper": a common noun
-    if not may_be_a_name(stem):
+    if not may_be_a_name(stem, lang):
         return False  # "Seeing", "Wishing", "Apparently", "Started"
-    return max(zipf(plain), zipf(stem)) < COMMON_ZIPF  # "Setbacks" is as common as "setback"
+    return max(zipf(plain, lang), zipf(stem, lang)) < COMMON_ZIPF  # "Setbacks" is as common as "setback"
+
+
+# Verbs that follow a one-word subject: "Carol is her boss.", "Harold turns ninety-one".
+_SUBJECT_VERBS_TEXT = """is was has had says said told turns turned works worked lives lived will would
+    ist war hat wird es era tiene tenía está est était"""
+_SUBJECT_VERBS = frozenset(_SUBJECT_VERBS_TEXT.split())
+_OPENING_SUBJECT_RE = re.compile(r"([^\W\d_][\w'’-]*)(,? )(\w+)")
+
+
+def opening_names(text: str, lang: str = ENGLISH) -> set[str]:
+    """Stems of the words that open a sentence as the subject of a verb and may be names ("Carol is
+    her boss."): what a summary names that way, its exchange must hold."""
+    found = set()
+    for match in _OPENING_SUBJECT_RE.finditer(text):
+        word, gap, verb = match.groups()
+        # In English only before a verb of a subject ("Tomatoes need sun" opens with no name); in
+        # the other languages sentences open with an article or a capitalized noun, rarely with a
+        # rare word that is not a name ("Roberto despidió", "Marie, la fille").
+        subject = verb.casefold() in _SUBJECT_VERBS or (lang != ENGLISH and (gap == ", " or verb.islower()))
+        if not word[0].isupper() or word.isupper() or not subject:
+            continue
+        stem = word_stem(word)
+        if not is_sentence_initial(text, match.start()) or stem in NEVER_NAMES or "'" in word:
+            continue
+        if may_be_a_name(stem, lang) and not is_common_noun(word, lang):
+            found.add(stem)
+    return found

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 
 # A word at least this frequent (zipf: log10 of uses per billion words) is a common word at a
 # sentence's start, no name (tuned on bench.summaries' labelled sets); one at least DISTINCTIVE_ZIPF
@@ -25,17 +26,70 @@ _NEVER_NAMES_TEXT = """i i'm i've i'll i'd user assistant ok okay lol lmao rofl 
 NEVER_NAMES = frozenset(_NEVER_NAMES_TEXT.split()) | TITLES
 
 
+# The languages whose words, numbers and dates the checks read beyond English. A text's language is
+# told by its words' votes: each goes to the language where wordfreq finds it clearly most common.
+ENGLISH = "en"
+LANGUAGES = (ENGLISH, "de", "es", "fr")
+VOTE_MARGIN = 1.0  # zipf: "Hund" votes German, "Martin" (common everywhere) votes nothing
+_LATIN_WORD_RE = re.compile(r"[a-zà-ÿ]{2,}")
+
+
 @functools.lru_cache(maxsize=65536)
-def zipf(word: str) -> float:
-    """How common a word is; a hyphenated one as its rarest part ("bubble-wrap" is common)."""
+def _vote(word: str) -> str | None:
+    from wordfreq import zipf_frequency
+
+    ranked = sorted(((zipf_frequency(word, lang), lang) for lang in LANGUAGES), reverse=True)
+    (best, lang), (second, _) = ranked[0], ranked[1]
+    return lang if best - second >= VOTE_MARGIN else None
+
+
+def language(text: str, default: str = ENGLISH) -> str:
+    """The language a text is written in, of LANGUAGES: the one most of its words vote for (at
+    least two); `default` when none has two (a short summary is read in its exchange's language)."""
+    votes = Counter(v for w in _LATIN_WORD_RE.findall(text.casefold()) if (v := _vote(w)) is not None)
+    if not votes:
+        return default
+    (best, count), *rest = votes.most_common(2)
+    if count < 2 or (rest and rest[0][1] == count):
+        return default
+    return best
+
+
+def is_latin(text: str) -> bool:
+    """Whether most letters of `text` are Latin ones (names can be compared by their spelling)."""
+    letters = [c for c in text if c.isalpha()]
+    latin = sum(c.isascii() or "\u00c0" <= c <= "\u024f" for c in letters)
+    return not letters or latin * 2 >= len(letters)
+
+
+@functools.lru_cache(maxsize=65536)
+def zipf(word: str, lang: str = ENGLISH) -> float:
+    """How common a word is in `lang`; a hyphenated one as its rarest part ("bubble-wrap" is common)."""
     if "-" in word:
-        return min(zipf(part) for part in word.split("-") if part) if word.strip("-") else 0.0
+        return min(zipf(part, lang) for part in word.split("-") if part) if word.strip("-") else 0.0
     # Imported on the first fact checked: wordfreq and its language data take ~0.3 s to load, which a
     # command that forms no memory (recall, the chat's start) should not pay.
     from wordfreq import zipf_frequency
 
-    frequency: float = zipf_frequency(word, "en")
-    return frequency
+    frequency: float = zipf_frequency(word, lang)
+    return frequency if lang == ENGLISH else max(frequency, zipf(word))
+
+
+# A capitalized German word at least this common in German, and this much more than in English, is
+# a noun ("Kuchen", "Hund", "Bahnhof"), no name: names are about as common in both ("Lena", "Martin").
+NOUN_ZIPF = 3.0
+NOUN_MARGIN = 1.5
+
+
+def is_common_noun(word: str, lang: str) -> bool:
+    """Whether a capitalized word is a German noun rather than a name (see NOUN_ZIPF)."""
+    if lang != "de":
+        return False
+    folded = possessive_dropped(word.casefold())
+    from wordfreq import zipf_frequency
+
+    german = zipf_frequency(folded, "de")
+    return german >= NOUN_ZIPF and german - zipf_frequency(folded, ENGLISH) >= NOUN_MARGIN
 
 
 def possessive_dropped(word: str) -> str:
