@@ -38,6 +38,7 @@ from memory.formation.quantities import (
     WEEKDAY_ABBREVIATIONS,
     WEEKDAYS,
     canonical_number,
+    counted,
     dated,
     hour_numbers,
     lowercase_dates,
@@ -170,7 +171,8 @@ def key_facts(text: str, *, names: Iterable[str] = (), lang: str | None = None) 
     def close_run() -> None:
         if run:
             key = " ".join(possessive_dropped(w.casefold().replace("’", "'")) for w in run)
-            stems = tuple(word_stem(w) for w in run)
+            # "Team von Lukas", "Bank of America": the joiner identifies nothing.
+            stems = tuple(word_stem(w) for w in run if w.casefold() not in NAME_JOINERS)
             distinctive = tuple(s for s in stems if zipf(s) < DISTINCTIVE_ZIPF) or stems
             found[key] = distinctive
         run.clear()
@@ -228,11 +230,12 @@ def extract_key_facts(text: str) -> set[str]:
 def vocabulary(text: str) -> Vocabulary:
     """What `text` holds for the fact checks (see Vocabulary)."""
     lang = language(text)
+    raw = text
     latin = is_latin(without_speakers(text)[0])
     text, speakers, numbers, dates, times = _prepared(text, readings=True)
     text = numbers_as_digits(text, threshold=0, lang=lang)
     numbers.update(canonical_number(m.group()) for m in NUMBER_RE.finditer(text))
-    readings = time_readings(times) | hour_numbers(time_readings(times)) | thousands(text)
+    readings = time_readings(times) | hour_numbers(time_readings(times)) | thousands(text) | counted(raw)
     words = set()
     for word in WORD_RE.findall(text):
         folded = word.casefold()

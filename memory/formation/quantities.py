@@ -225,6 +225,20 @@ def time_readings(times: Iterable[str]) -> set[str]:
     return held
 
 
+# The same emoji said again and again ("☕️☕️☕️"): as many as it is repeated.
+_REPEATED_EMOJI_RE = re.compile(r"([^\x00-\u2000\ufe0f])\ufe0f?(?:\1\ufe0f?)+")
+# Words that are numbers in disguise: "a fortnight" is two weeks.
+_NUMBER_NOUNS = {"fortnight": ("2", "14"), "pair": ("2",), "couple": ("2",), "twins": ("2",)}
+
+
+def counted(text: str) -> set[str]:
+    """Numbers a text says without digits or number words: a repeated emoji's count, "a fortnight"."""
+    found = {str(len(m.group().replace("\ufe0f", ""))) for m in _REPEATED_EMOJI_RE.finditer(text)}
+    for word in re.findall(r"[a-z]+", text.casefold()):
+        found.update(_NUMBER_NOUNS.get(word, ()))
+    return found
+
+
 def thousands(text: str) -> set[str]:
     """The numbers "1.5k" may mean besides 1.5: 1500 (a "5k" run is 5 km)."""
     return {canonical_number(str(float(m.group(1)) * 1000)) for m in _THOUSANDS_RE.finditer(text)}
