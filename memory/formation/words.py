@@ -43,10 +43,39 @@ def _vote(word: str) -> str | None:
     return lang if best - second >= VOTE_MARGIN else None
 
 
+# Asked before any vote: each language's word list costs ~40 MB once loaded, which plain English
+# text (most of what the bot reads) should not pay. Another language is looked for only in a text
+# with two words of letters English does not use or two of these frequent words of German, Spanish
+# or French.
+_FOREIGN_WORDS_TEXT = """der das und ist nicht ich eine mit auf für mein meine wir dem sie hat von
+    sein bei el los las que una mi por con para su del al muy le les et est je du des pour avec mon
+    nous vous pas il elle sont ont aux cette"""
+_FOREIGN_WORDS = frozenset(_FOREIGN_WORDS_TEXT.split())
+_FOREIGN_LETTERS_RE = re.compile(r"[à-öø-ÿ]")
+
+
+# Or a text most of whose words English hardly uses ("unser team hat am sonntag vier zu eins").
+FOREIGN_ZIPF = 3.0
+FOREIGN_SHARE = 0.4
+
+
+def _may_be_foreign(text: str) -> bool:
+    words = _LATIN_WORD_RE.findall(text)
+    if len({w for w in words if _FOREIGN_LETTERS_RE.search(w)}) >= 2:
+        return True  # "für", "Äpfel"; one "café" or "ragù" is English
+    if sum(w in _FOREIGN_WORDS for w in words) >= 2:
+        return True
+    unknown = sum(zipf(w) < FOREIGN_ZIPF for w in words)
+    return unknown >= 2 and unknown >= FOREIGN_SHARE * len(words)
+
+
 def language(text: str, default: str = ENGLISH) -> str:
     """The language a text is written in, of LANGUAGES: the one most of its words vote for (at
     least two); `default` when none has two (a short summary is read in its exchange's language)."""
-    votes = Counter(v for w in _LATIN_WORD_RE.findall(text.casefold()) if (v := _vote(w)) is not None)
+    text = text.casefold()
+    if not _may_be_foreign(text):
+        return ENGLISH if _LATIN_WORD_RE.search(text) and default == ENGLISH else default
+    votes = Counter(v for w in _LATIN_WORD_RE.findall(text) if (v := _vote(w)) is not None)
     if not votes:
         return default
     (best, count), *rest = votes.most_common(2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from memory.formation.fidelity import fidelity_misses, foreign_facts, key_facts, vocabulary
+from memory.formation.words import language
 
 
 def _refused(exchange: str, summary: str, *names: str) -> list[str]:
@@ -130,3 +131,16 @@ def test_a_dropped_spelled_fact_is_found_and_a_kept_one_is_not() -> None:
     exchange = "Bob: flight lands at 2:30pm, Leo is picking me up\nSage: Safe travels."
     assert fidelity_misses(exchange, "Bob lands at 14:30; Leo picks him up.") == []
     assert fidelity_misses(exchange, "Bob's flight lands soon.") == ["14:30", "leo"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Nonna says the secret to her ragù is 6 hours and a bay leaf; the café opens Sunday", "en"),
+        ("Lukas: Unser Team hat am Sonntag vier zu eins gewonnen!", "de"),
+        ("Diego: Tengo tres perros y doce gatos en la granja.", "es"),
+        ("Pierre: J'ai adopté deux chats la semaine dernière.", "fr"),
+    ],
+)
+def test_a_text_is_read_in_its_language(text: str, expected: str) -> None:
+    assert language(text) == expected
