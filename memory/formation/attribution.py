@@ -18,14 +18,13 @@ summary gives each content phrase to. Three ways a summary goes wrong that way:
   said by Alice, never reaches Bob's memory).
 
 A sentence whose subject or owners cannot be told is counted as `unchecked`, never passed as
-checked. Content words are the words rarer than everyday function words (`wordfreq`, in the
-languages the project reads), compared by a short prefix so "married" meets "marriage".
+checked. Content words are the words rarer than everyday function words (`wordfreq`, in English or
+the exchange's language), compared by a short prefix so "married" meets "marriage".
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,11 +34,10 @@ from text_to_num import alpha2digit
 
 from memory.formation.cleaning import speaker_label, strip_chat_template_tokens
 from memory.formation.extractive import split_sentences
-from memory.formation.fidelity import word_stem
+from memory.formation.words import language, word_stem, zipf
 
-# A word at least this frequent (zipf) in any of these languages is a function word, no content.
+# A word at least this frequent (zipf, in English or the exchange's language) is a function word.
 FUNCTION_ZIPF = 6.0
-_LANGUAGES = ("en", "de", "es", "fr")
 # Words compared by their first ROOT_CHARS letters (after a plural's `s`): "married" and "marriage".
 ROOT_CHARS = 5
 # A sentence is a stated question, or another user's claim, from this many content words up.
@@ -146,7 +144,8 @@ def check_attribution(summary: str, lines: Sequence[Line]) -> Attribution:
     """Check each sentence of `summary` against who said what in `lines` (see the module docstring)."""
     own_speakers = [line.speaker for line in lines if not line.other and line.speaker]
     names = {_name_key(s): s for line in lines if line.speaker for s in [line.speaker]}
-    sentences = _said(lines, list(dict.fromkeys(own_speakers)))
+    lang = language("\n".join(line.text for line in lines))
+    sentences = _said(lines, list(dict.fromkeys(own_speakers)), lang)
     own_roots = {r for s in sentences if not s.other for r in s.roots}
     other_roots = {r for s in sentences if s.other for r in s.roots}
     swapped: list[str] = []
@@ -158,7 +157,7 @@ def check_attribution(summary: str, lines: Sequence[Line]) -> Attribution:
         words = _tokens(text)
         subjects, speech = _subjects(words, names, previous)
         previous = subjects or previous
-        roots = {_root(w) for w in words if _is_content(w, names)}
+        roots = {_root(w) for w in words if _is_content(w, names, lang)}
         theirs = (roots & other_roots) - own_roots
         if len(theirs) >= MIN_EVIDENCE and len(theirs) > len(roots & own_roots):
             others.append(text)
@@ -207,7 +206,7 @@ def _name_key(speaker: str) -> str:
     return words[0].casefold() if words else speaker.casefold()
 
 
-def _said(lines: Sequence[Line], speakers: list[str]) -> list[_Sentence]:
+def _said(lines: Sequence[Line], speakers: list[str], lang: str) -> list[_Sentence]:
     """Each sentence of `lines` with its content roots and owners (see the module docstring)."""
     names = {_name_key(s): s for s in speakers}
     said = []
@@ -229,7 +228,7 @@ def _said(lines: Sequence[Line], speakers: list[str]) -> list[_Sentence]:
             # A plain statement is its speaker's, weakly: "That charity race sounds great" echoes
             # the race of the one who said "I ran a charity race".
             weak = {line.speaker} if not owners and not question else set()
-            roots = frozenset(_root(w) for w in words if _is_content(w, names))
+            roots = frozenset(_root(w) for w in words if _is_content(w, names, lang))
             said.append(
                 _Sentence(line.speaker, roots, frozenset(owners), frozenset(weak), question, line.other)
             )
@@ -274,20 +273,13 @@ def _stated_question(text: str, words: list[str], found: set[str], sentences: li
     return len(only_asked) >= MIN_EVIDENCE and len(only_asked) > len(found & stated)
 
 
-def _is_content(word: str, names: dict[str, str]) -> bool:
+def _is_content(word: str, names: dict[str, str], lang: str) -> bool:
     folded = word.casefold()
     if folded[0].isdigit():
         return True
     if len(folded) < 3 or folded in names or folded in _FILLER:
         return False
-    return _commonness(folded) < FUNCTION_ZIPF
-
-
-@functools.lru_cache(maxsize=65536)
-def _commonness(word: str) -> float:
-    from wordfreq import zipf_frequency  # loaded on first use, as memory.formation.fidelity does
-
-    return max(zipf_frequency(word, language) for language in _LANGUAGES)
+    return zipf(folded, lang) < FUNCTION_ZIPF
 
 
 def _root(word: str) -> str:
