@@ -56,6 +56,7 @@ from memory.formation.words import (
     is_latin,
     language,
     possessive_dropped,
+    previous_word,
     word_stem,
     zipf,
 )
@@ -153,7 +154,8 @@ def key_facts(text: str, *, names: Iterable[str] = (), lang: str | None = None) 
     # so is one that opens two sentences and is never written in lower case ("Harold ... Harold").
     openings: dict[str, int] = {}
     for word, start, _ in tokens:
-        if word[0].isupper() and not word.isupper() and not is_common_noun(word, lang):
+        noun = is_common_noun(word, lang, previous_word(text, start))
+        if word[0].isupper() and not word.isupper() and not noun:
             if not is_sentence_initial(text, start):
                 known.add(word_stem(word))
             else:

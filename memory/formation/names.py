@@ -18,6 +18,7 @@ from memory.formation.words import (
     WORD_RE,
     is_common_noun,
     possessive_dropped,
+    previous_word,
     word_stem,
     zipf,
 )
@@ -88,7 +89,7 @@ def is_name(
         return False
     if stem in known:
         return True
-    if is_common_noun(word, lang):
+    if is_common_noun(word, lang, previous_word(text, end - len(word))):
         return False  # German capitalizes its nouns
     if word.isupper():
         # Shouting ("I GOT AN ALLOTMENT") is no name; a short rare acronym ("LGBTQ") is.

@@ -228,7 +228,10 @@ def time_readings(times: Iterable[str]) -> set[str]:
 # The same emoji said again and again ("☕️☕️☕️"): as many as it is repeated.
 _REPEATED_EMOJI_RE = re.compile(r"([^\x00-\u2000\ufe0f])\ufe0f?(?:\1\ufe0f?)+")
 # Words that are numbers in disguise: "a fortnight" is two weeks.
-_NUMBER_NOUNS = {"fortnight": ("2", "14"), "pair": ("2",), "couple": ("2",), "twins": ("2",)}
+# "second" is kept a word for the facts ("wait a second"), but "came second" holds the 2 of "2nd".
+_NUMBER_NOUNS = {
+    "fortnight": ("2", "14"), "pair": ("2",), "couple": ("2",), "twins": ("2",), "second": ("2",),
+}  # fmt: skip
 
 
 def counted(text: str) -> set[str]:

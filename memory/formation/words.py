@@ -110,15 +110,51 @@ NOUN_ZIPF = 3.0
 NOUN_MARGIN = 1.5
 
 
-def is_common_noun(word: str, lang: str) -> bool:
-    """Whether a capitalized word is a German noun rather than a name (see NOUN_ZIPF)."""
+# German words that come before a noun, not a name: "mit dem Rad", "im Zoo", "unser Team".
+_GERMAN_DETERMINERS_TEXT = """der die das den dem des ein eine einen einem einer eines im am zum zur vom
+    beim ins mein meine meinem meinen meiner dein deine sein seine ihr ihre unser unsere euer jeder
+    jede jedes kein keine diese dieser dieses"""
+_GERMAN_DETERMINERS = frozenset(_GERMAN_DETERMINERS_TEXT.split())
+_PREVIOUS_WORD_RE = re.compile(r"([^\W\d_]+)[ \t]+$")
+# A long German word ending in a common noun is a compound of it ("Führerscheinprüfung").
+COMPOUND_MIN_CHARS = 10
+COMPOUND_TAIL_CHARS = 4
+
+
+def previous_word(text: str, start: int) -> str:
+    """The word just before position `start` on its line, case-folded ("" when none)."""
+    match = _PREVIOUS_WORD_RE.search(text[max(0, start - 40) : start])
+    return match.group(1).casefold() if match else ""
+
+
+def is_common_noun(word: str, lang: str, previous: str = "") -> bool:
+    """Whether a capitalized word is a German noun rather than a name: after a determiner, far more
+    common in German than in English (see NOUN_ZIPF), or a compound ending in such a noun."""
     if lang != "de":
         return False
+    if previous in _GERMAN_DETERMINERS:
+        return True
     folded = possessive_dropped(word.casefold())
+    if _german_noun(folded):
+        return True
+    if len(folded) >= COMPOUND_MIN_CHARS:
+        tails = range(1, len(folded) - COMPOUND_TAIL_CHARS + 1)
+        return any(zipf_frequency_de(folded[i:]) >= NOUN_ZIPF + 0.5 for i in tails)
+    return False
+
+
+def _german_noun(folded: str) -> bool:
     from wordfreq import zipf_frequency
 
     german = zipf_frequency(folded, "de")
     return german >= NOUN_ZIPF and german - zipf_frequency(folded, ENGLISH) >= NOUN_MARGIN
+
+
+def zipf_frequency_de(word: str) -> float:
+    from wordfreq import zipf_frequency
+
+    frequency: float = zipf_frequency(word, "de")
+    return frequency
 
 
 def possessive_dropped(word: str) -> str:
