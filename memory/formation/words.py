@@ -48,8 +48,9 @@ def _vote(word: str) -> str | None:
 # with two words of letters English does not use or two of these frequent words of German, Spanish
 # or French.
 _FOREIGN_WORDS_TEXT = """der das und ist nicht ich eine mit auf für mein meine wir dem sie hat von
-    sein bei el los las que una mi por con para su del al muy le les et est je du des pour avec mon
-    nous vous pas il elle sont ont aux cette"""
+    sein bei ihr unser habe haben wird el los las que una mi por con para su del al muy tengo
+    tiene hoy le les et est je du des pour avec mon ma mes nous vous pas il elle sont ont aux cette
+    ai sa ses ce qui dans sur"""
 _FOREIGN_WORDS = frozenset(_FOREIGN_WORDS_TEXT.split())
 _FOREIGN_LETTERS_RE = re.compile(r"[à-öø-ÿ]")
 
@@ -61,9 +62,9 @@ FOREIGN_SHARE = 0.4
 
 def _may_be_foreign(text: str) -> bool:
     words = _LATIN_WORD_RE.findall(text)
-    if len({w for w in words if _FOREIGN_LETTERS_RE.search(w)}) >= 2:
-        return True  # "für", "Äpfel"; one "café" or "ragù" is English
-    if sum(w in _FOREIGN_WORDS for w in words) >= 2:
+    accented = {w for w in words if _FOREIGN_LETTERS_RE.search(w)}
+    # Two of them ("für", "Äpfel", "mon", "ses"); one "café" or "ragù" alone is English.
+    if len(accented) + sum(w in _FOREIGN_WORDS and w not in accented for w in words) >= 2:
         return True
     unknown = sum(zipf(w) < FOREIGN_ZIPF for w in words)
     return unknown >= 2 and unknown >= FOREIGN_SHARE * len(words)
