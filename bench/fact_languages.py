@@ -7,7 +7,7 @@ two", "2:30pm", "1.5k", "3/3"), each with correct summaries (the check must keep
 rejected when `memory.formation.fidelity.foreign_facts` finds a fact in it that the exchange does not
 hold, as the summarizer checks every answer. Printed per language: correct summaries rejected (false
 rejections, the target is at most 2 %), wrong ones caught (recall) and the check's precision. The
-check was tuned on that set, and on the second, third and fourth rounds after their first runs;
+check was tuned on that set, and on the second to fifth rounds after their first runs;
 fact_languages_heldout.jsonl (written the same way, after the tuning, and never tuned on) is the
 honest figure.
 
@@ -30,6 +30,7 @@ SETS = {
     "second round, tuned on after its first run": DATA / "fact_languages_second.jsonl",
     "third round, tuned on after its first run": DATA / "fact_languages_third.jsonl",
     "fourth round, tuned on after its first run": DATA / "fact_languages_fourth.jsonl",
+    "fifth round, tuned on after its first run": DATA / "fact_languages_fifth.jsonl",
     "held out": DATA / "fact_languages_heldout.jsonl",
 }
 LANGUAGES = ("en", "de", "es", "fr", "ja", "ar", "emoji")

@@ -129,6 +129,7 @@ def opening_names(text: str, lang: str = ENGLISH) -> set[str]:
         stem = word_stem(word)
         if not is_sentence_initial(text, match.start()) or stem in NEVER_NAMES or "'" in word:
             continue
-        if may_be_a_name(stem, lang) and not is_common_noun(word, lang):
+        plain = possessive_dropped(word.casefold())
+        if may_be_a_name(stem, lang) and may_be_a_name(plain, lang) and not is_common_noun(word, lang):
             found.add(stem)
     return found

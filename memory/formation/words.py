@@ -52,6 +52,8 @@ _FOREIGN_WORDS_TEXT = """der das und ist nicht ich eine mit auf für mein meine 
     tiene hoy le les et est je du des pour avec mon ma mes nous vous pas il elle sont ont aux cette
     ai sa ses ce qui dans sur"""
 _FOREIGN_WORDS = frozenset(_FOREIGN_WORDS_TEXT.split())
+_ENGLISH_FUNCTION_WORDS_TEXT = "the and is was to of in my his her he she it for with on at a an i you"
+_ENGLISH_FUNCTION_WORDS = frozenset(_ENGLISH_FUNCTION_WORDS_TEXT.split())
 _FOREIGN_LETTERS_RE = re.compile(r"[à-öø-ÿ]")
 
 
@@ -63,8 +65,11 @@ FOREIGN_SHARE = 0.4
 def _may_be_foreign(text: str) -> bool:
     words = _LATIN_WORD_RE.findall(text)
     accented = {w for w in words if _FOREIGN_LETTERS_RE.search(w)}
-    # Two of them ("für", "Äpfel", "mon", "ses"); one "café" or "ragù" alone is English.
-    if len(accented) + sum(w in _FOREIGN_WORDS and w not in accented for w in words) >= 2:
+    # Two of them ("für", "Äpfel", "mon", "ses"), or one in a text with no English function word
+    # ("Je joue au tennis chaque mardi"); "the café" is English.
+    signs = len(accented) + sum(w in _FOREIGN_WORDS and w not in accented for w in words)
+    english = sum(w in _ENGLISH_FUNCTION_WORDS for w in words)
+    if signs >= 2 or (signs and not english):
         return True
     unknown = sum(zipf(w) < FOREIGN_ZIPF for w in words)
     return unknown >= 2 and unknown >= FOREIGN_SHARE * len(words)
