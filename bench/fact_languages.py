@@ -32,7 +32,6 @@ SETS = {
     "fourth round, tuned on after its first run": DATA / "fact_languages_fourth.jsonl",
     "fifth round, tuned on after its first run": DATA / "fact_languages_fifth.jsonl",
     "held out": DATA / "fact_languages_heldout.jsonl",
-    "held out": DATA / "fact_languages_heldout.jsonl",
 }
 LANGUAGES = ("en", "de", "es", "fr", "ja", "ar", "emoji")
 
