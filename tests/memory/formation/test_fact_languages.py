@@ -73,6 +73,12 @@ def _refused(exchange: str, summary: str, *names: str) -> list[str]:
         ("Bob: rent is due 3/3\nSage: Good plan.", "Bob's rent is due on March 3."),
         ("Alice: we finished 3/4 of the quilt\nSage: Lovely.", "Alice has finished 3/4 of the quilt."),
         ("Bob: 🎉🎂🥳\nSage: 🌿✨", "Bob celebrated with party emoji."),
+        ("Bob: ☕️☕️☕️\nSage: 😴", "Bob sent three coffee emoji."),
+        ("Bob: our quiz team came second out of 18\nSage: Well played!", "Bob's team finished 2nd of 18."),
+        ("Ida: Ich fahre heute zwanzig Kilometer.\nSage: Stark!", "Ida fährt 20 Kilometer mit dem Rad."),
+        ("Greta: Ich habe den Führerschein!\nSage: Toll!", "Greta hat die Führerscheinprüfung bestanden."),
+        ("Romain: Je joue au tennis chaque mardi.\nSage: Bon !", "Tous les mardis, Romain joue au tennis."),
+        ("Nathan: J'ai fini en deux heures.\nSage: Bravo !", "Nathan a fini en 2 heures."),
     ],
 )
 def test_a_correct_summary_is_not_refused(exchange: str, summary: str) -> None:
