@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities
+from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities, personas
 from bot.cli.logs import configure_logging
 from bot.cli.output import CommandError, one_line
 from bot.cli.stopping import stop_on_sigterm
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details; list everything")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The order of `personae --help`.
-    for group in (database, personalities, discord_bot, llm_configs, memories, chat, demo):
+    for group in (database, personalities, personas, discord_bot, llm_configs, memories, chat, demo):
         group.add_commands(commands)
     _describe_commands(parser)
     return parser
