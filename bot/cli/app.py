@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities, personas
 from bot.cli.logs import configure_logging
-from bot.cli.output import CommandError, one_line
+from bot.cli.output import CommandError, one_line, printable_output
 from bot.cli.stopping import stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -140,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # recall. It runs from the command's own work on, over what that makes (`collect_garbage_from_now`).
     gc.disable()
     try:
-        return _run_command(argv)
+        with printable_output():  # no text from a card, a model or a memory drives the terminal
+            return _run_command(argv)
     finally:
         gc.unfreeze()  # a caller that goes on (a test) gets its garbage collected as before
         gc.enable()

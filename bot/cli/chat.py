@@ -21,14 +21,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from bot.cli.output import CommandError
-from bot.cli.terminal import PROMPT, REMEMBERED, LineReader, Screen, TerminalDelivery, terminal_settings
+from bot.cli.terminal import (
+    PROMPT,
+    REMEMBERED,
+    LineReader,
+    Screen,
+    TerminalDelivery,
+    ctrl_c_stops,
+    terminal_settings,
+)
 from bot.cli.user_memories import print_receipt
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
     from bot.settings import BotSettings
-    from memory.chat.service import ChatTurn
+    from memory.chat.service import ChatRequest, ChatTurn
     from memory.conversations import Venue
     from models import Personality
 
@@ -95,6 +103,7 @@ class TerminalChat:
     # to the pass after it: /quit runs that pass.
     overlapped: set[int] = field(default_factory=set)
     last_message_id: str | None = None  # the message the last reply answered, for /why
+    last_reply: tuple[int, str] | None = None  # its conversation and message, for /retry and /edit
 
     async def converse(self, lines: LineReader) -> None:
         """Read and answer lines until /quit or the end of input, then finish the work in flight."""
@@ -124,8 +133,6 @@ class TerminalChat:
         """One turn: the thinking mark at once, the reply as it comes; the work after it goes on."""
         from memory.chat.service import ChatRequest
 
-        speaker = self.personality.display_name
-        self.screen.thinking(speaker)
         request = ChatRequest(
             personality_id=self.personality.id,
             user_id=self.user_id,
@@ -136,6 +143,12 @@ class TerminalChat:
             text=text,
         )
         self.last_message_id = request.message_id
+        await self._answer(request)
+
+    async def _answer(self, request: ChatRequest) -> None:
+        """The reply to `request` written as it comes; Ctrl-C meanwhile stops it where it is."""
+        speaker = self.personality.display_name
+        self.screen.thinking(speaker)
         delivery = TerminalDelivery(self.screen, speaker)
         overlaps = bool(self.work)
         turn = self._in_background(self.runtime.chat.answer(request, delivery))
@@ -144,11 +157,21 @@ class TerminalChat:
         # The next prompt once the reply is stored (Ctrl-C then loses nothing), or the turn has ended.
         stored = asyncio.create_task(delivery.stored.wait())
         try:
-            await asyncio.wait({turn, stored}, return_when=asyncio.FIRST_COMPLETED)
+            with ctrl_c_stops(lambda: self._stop(turn, delivery)):
+                await asyncio.wait({turn, stored}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stored.cancel()
-        if turn.done():
+        if delivery.answered is not None:
+            self.last_reply = (delivery.answered.conversation_id, request.message_id)
+        if turn.cancelled():
+            delivery.stopped_before_writing()
+        elif turn.done():
             turn.result()  # a turn that ended before its reply was stored: its error is this command's
+
+    def _stop(self, turn: asyncio.Task[ChatTurn], delivery: TerminalDelivery) -> None:
+        """Ctrl-C while a reply is written: it ends where it is; before its first words, the turn ends."""
+        if not delivery.stop():
+            turn.cancel()
 
     def _in_background(self, work: Coroutine[object, object, T]) -> asyncio.Task[T]:
         task = asyncio.create_task(work)
@@ -222,6 +245,45 @@ class TerminalChat:
         )
         print_receipt(receipt, "The last reply")
 
+    async def retry(self, _: str) -> None:
+        """The 🔄: the last message answered again, the new reply in place of the old one."""
+        if (request := await self._again()) is not None:
+            await self._answer(request)
+
+    async def edit(self, text: str) -> None:
+        """The last message said otherwise, and answered again in place of its reply."""
+        from memory.chat.editing import edit_message
+        from memory.errors import UserFacingError
+
+        if not text:
+            self.screen.write("(/edit TEXT: your last message becomes TEXT and is answered again)\n")
+            return
+        if (request := await self._again()) is not None and self.last_reply is not None:
+            cfg = self.runtime.models.chat(self.personality)
+            conversation = self.last_reply[0]
+            try:
+                edited = await edit_message(self.runtime.sessionmaker, conversation, request, text, cfg=cfg)
+            except UserFacingError as error:
+                self.screen.write(f"({error})\n")
+                return
+            await self._answer(edited)
+
+    async def _again(self) -> ChatRequest | None:
+        """The last message as a request to answer again (Discord's 🔄 rules), or None, said why."""
+        from memory.errors import UserFacingError
+
+        if self.last_reply is None:
+            self.screen.write("(no reply in this chat yet to answer again)\n")
+            return None
+        conversation_id, message_id = self.last_reply
+        try:
+            return await self.runtime.chat.request_again(
+                conversation_id=conversation_id, message_id=message_id, user_id=self.user_id
+            )
+        except UserFacingError as error:
+            self.screen.write(f"({error})\n")
+            return None
+
     async def help(self, _: str) -> None:
         width = max(map(len, COMMANDS))
         for name, command in COMMANDS.items():
@@ -232,6 +294,8 @@ class TerminalChat:
 COMMANDS: dict[str, ChatCommand] = {
     "/help": ChatCommand(TerminalChat.help, "list these commands"),
     "/new": ChatCommand(TerminalChat.new, "start a new conversation (the earlier one stays in the log)"),
+    "/retry": ChatCommand(TerminalChat.retry, "answer your last message again, in place of its reply"),
+    "/edit": ChatCommand(TerminalChat.edit, "/edit TEXT: your last message becomes TEXT, answered again"),
     "/why": ChatCommand(TerminalChat.why, "show the memories the last reply used, with their ids"),
     "/reset": ChatCommand(TerminalChat.reset, "clear the conversation's summary (memories stay)"),
     "/quit": ChatCommand(TerminalChat.quit, "finish forming memories and end (Ctrl-D too)", ends_chat=True),

@@ -6,20 +6,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import signal
 import sys
 import termios
 import threading
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from bot.cli.output import unescaped
+
 if TYPE_CHECKING:
-    from memory.chat.service import ChatReply
+    from memory.chat.service import ChatReply, PreparedReply
 
 PROMPT = "you> "
 THINKING = "thinking…"
 REMEMBERED = "(remembered)"
+STOPPED = "(stopped: the reply is kept as far as it went; /retry answers again)"
+STOPPED_EARLY = "(stopped before the reply began: your message is kept, unanswered)"
 
 
 class Screen:
@@ -33,8 +39,16 @@ class Screen:
         self._held_notes: list[str] = []
 
     def write(self, text: str) -> None:
+        """Text on the screen, its control characters shown escaped (bot.cli.output.printable)."""
         sys.stdout.write(text)
         sys.stdout.flush()
+
+    def _redraw(self, controls: str, text: str = "") -> None:
+        """The screen's own control sequence (past the escaping), then `text` as `write` shows it."""
+        screen = unescaped(sys.stdout)
+        screen.write(controls)
+        screen.flush()
+        self.write(text)
 
     def note(self, text: str) -> None:
         """A line of its own: after the reply being written, above the prompt if the user is at it
@@ -42,7 +56,7 @@ class Screen:
         if self._replying:
             self._held_notes.append(text)
         elif self.interactive and self.prompting:
-            self.write(f"\r\x1b[2K{text}\n{PROMPT}{_typed_so_far()}")
+            self._redraw("\r\x1b[2K", f"{text}\n{PROMPT}{_typed_so_far()}")
         else:
             self.write(f"{text}\n")
 
@@ -53,7 +67,7 @@ class Screen:
 
     def stop_thinking(self, speaker: str) -> None:
         if self.interactive:
-            self.write(f"\r\x1b[2K{speaker}> ")
+            self._redraw("\r\x1b[2K", f"{speaker}> ")
 
     def end_reply(self, text: str) -> None:
         """The rest of the reply's line, then the notes that came while it was written."""
@@ -76,27 +90,46 @@ def _typed_so_far() -> str:
 class TerminalDelivery:
     """A reply printed as the model writes it, under the personality's name, and stored under an id of
     its own: a ReplyDelivery (memory.chat.turns, not imported here: `personae --help` stays light). The
-    thinking mark is already on the screen; `stored` is set once the reply is in the log."""
+    thinking mark is already on the screen; `stored` is set once the reply is in the log. `stop` (Ctrl-C)
+    ends the reply where it is: the model's next piece is neither shown nor kept."""
 
     def __init__(self, screen: Screen, speaker: str) -> None:
         self._screen = screen
         self._speaker = speaker
         self._writing = False
+        self.stopped = False
+        self.answered: PreparedReply | None = None  # the message the reply answers, once delivered
         self.stored = asyncio.Event()
 
     def writing(self) -> AbstractAsyncContextManager[None]:
         return nullcontext()
 
-    def on_text(self, piece: str) -> None:
+    def stop(self) -> bool:
+        """Stop the reply where it is; whether any of it is on the screen (else none will be)."""
+        self.stopped = True
+        return self._writing or self.answered is not None
+
+    def stopped_before_writing(self) -> None:
+        """The turn was cancelled before its first words: the speaker's line says so."""
+        self._screen.stop_thinking(self._speaker)
+        self._screen.end_reply(STOPPED_EARLY)
+
+    def on_text(self, piece: str) -> bool | None:
+        if self.stopped:
+            return False
         if not self._writing:
             self._writing = True
             self._screen.stop_thinking(self._speaker)
         self._screen.write(piece)
+        return None
 
     async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
+        self.answered = reply.prepared
         if not self._writing:
             self._screen.stop_thinking(self._speaker)
         self._screen.end_reply(reply.text if not reply.ok else "")
+        if self.stopped and reply.ok:
+            self._screen.note(STOPPED)
         return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
 
     async def recorded(self) -> None:
@@ -105,6 +138,31 @@ class TerminalDelivery:
     async def remembered(self, message_ids: Sequence[str]) -> None:
         if message_ids:
             self._screen.note(REMEMBERED)
+
+
+@contextmanager
+def ctrl_c_stops(stop: Callable[[], None]) -> Iterator[None]:
+    """Within: the first Ctrl-C calls `stop` (on the event loop); a second one does what Ctrl-C did
+    before (asyncio's own: the chat ends)."""
+    loop = asyncio.get_running_loop()
+    before = signal.getsignal(signal.SIGINT)
+    pressed = False
+
+    def on_ctrl_c(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        if not pressed:
+            pressed = True
+            loop.call_soon_threadsafe(stop)
+        elif callable(before):
+            before(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 class LineReader:

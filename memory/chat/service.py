@@ -332,7 +332,7 @@ class ChatService:
         async for piece in self._llm.stream(prepared.cfg, prepared.context.messages):
             yield piece
 
-    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], None]) -> ChatReply:
+    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], bool | None]) -> ChatReply:
         """The whole reply, or a short neutral notice when the model fails (the user message stays)."""
         if prepared.cfg is None:
             return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
@@ -341,10 +341,10 @@ class ChatService:
         try:
             async with aclosing(self._stream(prepared)) as stream:
                 async for piece in stream:
+                    if on_text(piece) is False:  # the reader stopped the reply here (a terminal's Ctrl-C)
+                        break
                     pieces.append(piece)
-                    on_text(piece)
-                    size += len(piece)
-                    if size > self.reply_max_chars:
+                    if (size := size + len(piece)) > self.reply_max_chars:
                         break  # a model ignoring max_tokens: the rest would be cut anyway
         except LLMUnavailableError as exc:
             log.warning("Chat model failed for %s: %s", prepared.personality.name, exc)

@@ -95,8 +95,9 @@ class ReplyDelivery(Protocol):
         """Held while the model writes (Discord's typing indicator); nothing by default."""
         return nullcontext()
 
-    def on_text(self, piece: str) -> None:
-        """A piece of the reply as the model writes it (the terminal prints it); nothing by default."""
+    def on_text(self, piece: str) -> bool | None:
+        """A piece of the reply as the model writes it (the terminal prints it); nothing by default.
+        False: the reader stopped the reply before this piece, which ends as far as it went."""
         return None
 
     async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
