@@ -5,7 +5,8 @@ over it); with `with_memory` the whole Runtime, the vector index opened at once 
 writes or searches memories fails before it starts when another process holds the embedded index);
 with `index_when_used` the Runtime whose index opens only if the command comes to use it (a report
 that reads PostgreSQL runs beside the bot). `embeds` starts loading the embedding model at once, while
-the database is reached. `standalone` commands (run, sync-commands, db status|stop) get the settings
+the database is reached. `warms_llm` loads the model client in a thread from the start (bot.cli.warm_up).
+`standalone` commands (run, sync-commands, db status|stop) get the settings
 and build what they need.
 """
 
@@ -62,6 +63,10 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
     from bot.runtime import make_deployment_embedder, open_core, open_memory_services
 
     stop_on_sigterm()
+    if getattr(args, "warms_llm", False):  # loaded while the database and the index open
+        from bot.cli.warm_up import ModelClientWarmUp
+
+        args.model_client = ModelClientWarmUp(settings.chat_model)
 
     with_memory = getattr(args, "with_memory", False)
     index_when_used = getattr(args, "index_when_used", False)

@@ -34,6 +34,7 @@ from bot.cli.user_memories import print_receipt
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
+    from bot.cli.warm_up import ModelClientWarmUp
     from bot.runtime import Runtime
     from bot.settings import BotSettings
     from memory.chat.service import ChatRequest, ChatTurn
@@ -63,7 +64,7 @@ def add_commands(commands: Subcommands) -> None:
         help="start a new conversation, with none of the earlier messages in its context (they stay in "
         "the log; long-term memories stay)",
     )
-    chat.set_defaults(handler=cmd_chat, with_memory=True, log_file=chat_log_file)
+    chat.set_defaults(handler=cmd_chat, with_memory=True, embeds=True, log_file=chat_log_file, warms_llm=True)
 
 
 def terminal_venue(user_id: str) -> Venue:
@@ -310,6 +311,9 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     if runtime.models.chat(personality) is None:
         raise CommandError(NO_CHAT_MODEL)
     chat = TerminalChat(runtime, personality, user_id=args.user, user_name=args.name)
+    model_client: ModelClientWarmUp | None = getattr(args, "model_client", None)
+    if model_client is not None:  # loading since the start: the prompt comes when a reply needs no wait
+        await model_client.ready()
     if args.new:
         await chat.start_new()
     chat.screen.write(
