@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities, personas
 from bot.cli.logs import configure_logging
-from bot.cli.output import CommandError, one_line, printable_output
+from bot.cli.output import ArgumentError, CommandError, one_line, printable_output, undecodable_argument
 from bot.cli.stopping import stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -159,7 +159,16 @@ def collect_garbage_from_now() -> None:
 
 
 def _run_command(argv: Sequence[str] | None) -> int:
+    if (undecodable := undecodable_argument(sys.argv[1:] if argv is None else argv)) is not None:
+        print(f"personae: {undecodable}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
+    try:  # what argparse cannot check alone, before anything opens
+        if (check_arguments := getattr(args, "check_arguments", None)) is not None:
+            check_arguments(args)
+    except ArgumentError as exc:
+        print(f"personae: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     from bot.settings import load_bot_settings
     from memory.errors import UserFacingError
     from memory.retry import LLMUnavailableError

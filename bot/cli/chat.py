@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.cli.output import CommandError
+from bot.cli.output import ArgumentError, CommandError
 from bot.cli.terminal import (
     PROMPT,
     REMEMBERED,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHANNEL = "terminal"
+MAX_NAME_LENGTH = 100  # a message's author name (models.Message)
 
 T = TypeVar("T")
 
@@ -64,7 +65,30 @@ def add_commands(commands: Subcommands) -> None:
         help="start a new conversation, with none of the earlier messages in its context (they stay in "
         "the log; long-term memories stay)",
     )
-    chat.set_defaults(handler=cmd_chat, with_memory=True, embeds=True, log_file=chat_log_file, warms_llm=True)
+    chat.set_defaults(
+        handler=cmd_chat,
+        check_arguments=check_chat_arguments,
+        with_memory=True,
+        embeds=True,
+        log_file=chat_log_file,
+        warms_llm=True,
+    )
+
+
+def check_chat_arguments(args: argparse.Namespace) -> None:
+    """--user and --name as they can be stored: an id of at most 64 characters, a name of 100."""
+    from memory.owners.personality_fields import MAX_ID_LENGTH
+
+    if len(args.user) > MAX_ID_LENGTH:
+        raise ArgumentError(
+            f"--user is {len(args.user)} characters; a user id is at most {MAX_ID_LENGTH} "
+            "(a Discord id has 17 to 20 digits)"
+        )
+    if len(args.name) > MAX_NAME_LENGTH:
+        raise ArgumentError(
+            f"--name is {len(args.name)} characters; the name the personality sees is at most "
+            f"{MAX_NAME_LENGTH}"
+        )
 
 
 def terminal_venue(user_id: str) -> Venue:

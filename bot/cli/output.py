@@ -96,6 +96,27 @@ class CommandError(Exception):
     """A failure already phrased for the user; printed as one line, exit code 1."""
 
 
+class ArgumentError(CommandError):
+    """An argument that cannot be used, said in one line with the fix; exit code 2, as argparse's own."""
+
+
+def undecodable_argument(argv: Sequence[str]) -> str | None:
+    """One line for the first argument that is not UTF-8 text (Python keeps its bytes as surrogates,
+    which nothing can store or print), naming the option it was given to; None when all are text."""
+    for at, argument in enumerate(argv):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            before = argv[at - 1] if at else ""
+            which = f"The value of {before}" if before.startswith("-") else f"The argument {shown!r}"
+            return (
+                f"{which} is not valid UTF-8 text ({shown!r}); pass it as UTF-8 "
+                "(check the encoding of the terminal or the script that runs personae)."
+            )
+    return None
+
+
 def one_line(message: str) -> str:
     """An error as every `personae:` line reads: one sentence, capitalised, ending in a stop."""
     text = " ".join(message.split())
