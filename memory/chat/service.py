@@ -59,6 +59,7 @@ from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.pending import AwaitedReplies
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.owners.card_prompt import fill_user
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personas import personas_for
 from memory.types import MessageRole
@@ -300,11 +301,11 @@ class ChatService:
             prepared.personality.card,
             display_name=prepared.personality.display_name,
             recent=[m.content for m in history],
-            user=answered.name if answered is not None else request.user_name,
+            user=(user := answered.name if answered is not None else request.user_name),
             default_scan_depth=self.lore_scan_depth,
         )
         built = build_context(
-            system_prompt=prepared.personality.system_prompt,
+            system_prompt=fill_user(prepared.personality.system_prompt, user),  # a card's {{user}}
             user_name=request.user_name,
             memories=[m.text_with_context for m in memories],
             summary=summary,
