@@ -93,6 +93,11 @@ def _with(p: Personality | None) -> str:
     return f"with {p.display_name}" if p else "with every personality"
 
 
+def _named(p: Personality | None) -> str:
+    """The --personality option that names `p` again in a command shown, or nothing."""
+    return f" --personality {p.name}" if p else ""
+
+
 def _until(span: IncognitoSpan) -> str:
     return "until turned off" if span.ends_at is None else f"until {span.ends_at:%Y-%m-%d %H:%M} UTC"
 
@@ -172,7 +177,7 @@ async def cmd_memory_settings(args: argparse.Namespace, runtime: Runtime) -> Non
         kept = (await runtime.memory.stats(personality_id=scope, user_id=user)).memories
         print("No new memories will be stored.", end="")
         if kept:
-            forget = f"personae memory forget all --user {user}" + (f" --personality {p.name}" if p else "")
+            forget = f"personae memory forget all --user {user}{_named(p)}"
             print(f" The {kept} already kept stay: `{forget}` deletes them.", end="")
         print()
 
@@ -184,7 +189,7 @@ async def cmd_memory_incognito(args: argparse.Namespace, core: Core) -> None:
         span = await service.start(user, p.id if p else None, DURATIONS[args.duration])
         print(
             f"Incognito is on for user {user} {_span(span)}: nothing they say from now on becomes a "
-            f"memory. `personae memory incognito off --user {user}` ends it."
+            f"memory. `personae memory incognito off --user {user}{_named(p)}` ends it."
         )
         return
     ended = await service.stop(user, p.id if p else None)
