@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from bot.cli.output import ArgumentError, CommandError
 from bot.cli.terminal import (
+    CHANNEL,
     PROMPT,
     REMEMBERED,
     LineReader,
@@ -38,12 +39,10 @@ if TYPE_CHECKING:
     from bot.runtime import Runtime
     from bot.settings import BotSettings
     from memory.chat.service import ChatRequest, ChatTurn
-    from memory.conversations import Venue
     from models import Personality
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "terminal"
 MAX_NAME_LENGTH = 100  # a message's author name (models.Message)
 
 T = TypeVar("T")
@@ -89,13 +88,6 @@ def check_chat_arguments(args: argparse.Namespace) -> None:
             f"--name is {len(args.name)} characters; the name the personality sees is at most "
             f"{MAX_NAME_LENGTH}"
         )
-
-
-def terminal_venue(user_id: str) -> Venue:
-    """Where a user's terminal chats happen: a channel of their own, outside any guild."""
-    from memory.conversations import Venue
-
-    return Venue(guild_id=None, channel_id=CHANNEL, user_id=user_id)
 
 
 def chat_log_file(settings: BotSettings) -> Path:
@@ -309,6 +301,24 @@ class TerminalChat:
             self.screen.write(f"({error})\n")
             return None
 
+    async def recall(self, query: str) -> None:
+        """What this personality would recall for the user, as `personae recall` shows it."""
+        from bot.cli.in_chat import run_in_chat
+
+        if not query:
+            self.screen.write("(/recall QUERY: what a reply would recall for it)\n")
+            return
+        await run_in_chat(
+            self.runtime, self.user_id, ["recall", query, "--personality", self.personality.name]
+        )
+
+    async def memory(self, rest: str) -> None:
+        """`personae memory ...` for the user, on the index this chat holds."""
+        from bot.cli.in_chat import run_in_chat, split_words
+
+        if (words := split_words(rest or "--help")) is not None:
+            await run_in_chat(self.runtime, self.user_id, ["memory", *words])
+
     async def help(self, _: str) -> None:
         width = max(map(len, COMMANDS))
         for name, command in COMMANDS.items():
@@ -322,6 +332,8 @@ COMMANDS: dict[str, ChatCommand] = {
     "/retry": ChatCommand(TerminalChat.retry, "answer your last message again, in place of its reply"),
     "/edit": ChatCommand(TerminalChat.edit, "/edit TEXT: your last message becomes TEXT, answered again"),
     "/why": ChatCommand(TerminalChat.why, "show the memories the last reply used, with their ids"),
+    "/recall": ChatCommand(TerminalChat.recall, "/recall QUERY: what a reply would recall for it"),
+    "/memory": ChatCommand(TerminalChat.memory, "/memory list|search|show|forget|...: your memories"),
     "/reset": ChatCommand(TerminalChat.reset, "clear the conversation's summary (memories stay)"),
     "/quit": ChatCommand(TerminalChat.quit, "finish forming memories and end (Ctrl-D too)", ends_chat=True),
     "/exit": ChatCommand(TerminalChat.quit, "the same as /quit", ends_chat=True),

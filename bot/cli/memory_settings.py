@@ -108,7 +108,7 @@ def _span(span: IncognitoSpan) -> str:
 
 
 async def cmd_memory_status(args: argparse.Namespace, runtime: Runtime) -> None:
-    from bot.cli.chat import terminal_venue
+    from bot.cli.terminal import terminal_venue
 
     user, p = await _scope(runtime, args)
     status = await runtime.memory.status(user_id=user, personality=p, venue=terminal_venue(user))
@@ -204,7 +204,7 @@ async def cmd_memory_incognito(args: argparse.Namespace, core: Core) -> None:
 
 
 async def cmd_memory_reset(args: argparse.Namespace, runtime: Runtime) -> None:
-    from bot.cli.chat import CHANNEL
+    from bot.cli.terminal import CHANNEL
 
     user = check_id(str(args.user), "--user")
     if args.channel is not None and args.guild is None:

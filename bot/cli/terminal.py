@@ -20,12 +20,21 @@ from bot.cli.output import unescaped
 
 if TYPE_CHECKING:
     from memory.chat.service import ChatReply, PreparedReply
+    from memory.conversations import Venue
 
+CHANNEL = "terminal"  # the channel id of a user's terminal chats, outside any guild
 PROMPT = "you> "
 THINKING = "thinking…"
 REMEMBERED = "(remembered)"
 STOPPED = "(stopped: the reply is kept as far as it went; /retry answers again)"
 STOPPED_EARLY = "(stopped before the reply began: your message is kept, unanswered)"
+
+
+def terminal_venue(user_id: str) -> Venue:
+    """Where a user's terminal chats happen: a channel of their own, outside any guild."""
+    from memory.conversations import Venue
+
+    return Venue(guild_id=None, channel_id=CHANNEL, user_id=user_id)
 
 
 class Screen:
