@@ -11,6 +11,8 @@ import threading
 
 log = logging.getLogger(__name__)
 
+READY_WAIT = 60  # seconds: a loaded machine imports litellm in ~8
+
 
 class ModelClientWarmUp:
     """`warm_up_llm` in a daemon thread from now on (a command that ends first does not wait for it);
@@ -31,5 +33,6 @@ class ModelClientWarmUp:
             self._done.set()
 
     async def ready(self) -> None:
-        if not self._done.is_set():
-            await asyncio.to_thread(self._done.wait)
+        """Once loaded, or after READY_WAIT seconds (a first call then finishes the loading itself)."""
+        if not self._done.is_set() and not await asyncio.to_thread(self._done.wait, READY_WAIT):
+            log.warning("The model client was still loading after %d s; going on", READY_WAIT)
