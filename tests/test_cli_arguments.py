@@ -26,9 +26,15 @@ def personae(*args: str | bytes, tmp_path: Path) -> subprocess.CompletedProcess[
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["persona", "set", "Ana", "--user", b"\xff\xfe42"], "The value of --user is not valid UTF-8 text"),
+        (
+            ["persona", "set", "Ana", "--user", b"\xff\xfe42"],
+            "The value of --user ('\ufffd\ufffd42') is not valid UTF-8 text",
+        ),
         (["memory", "correct", "0" * 8, b"caf\xe9", "--user", "1"], "The argument 'caf\ufffd' is not valid"),
-        (["chat", "--personality", "sage", "--name", b"R\xf6bin"], "The value of --name is not valid UTF-8"),
+        (
+            ["chat", "--personality", "sage", "--name", b"R\xf6bin"],
+            "The value of --name ('R\ufffdbin') is not valid UTF-8",
+        ),
         (["chat", "--personality", "sage", "--user", "1" * 161], "--user is 161 characters; a user id is at"),
         (["chat", "--personality", "sage", "--name", "n" * 101], "--name is 101 characters; the name the"),
     ],

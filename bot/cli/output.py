@@ -109,9 +109,11 @@ def undecodable_argument(argv: Sequence[str]) -> str | None:
         except UnicodeEncodeError:
             shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             before = argv[at - 1] if at else ""
-            which = f"The value of {before}" if before.startswith("-") else f"The argument {shown!r}"
+            which = (
+                f"The value of {before} ({shown!r})" if before.startswith("-") else f"The argument {shown!r}"
+            )
             return (
-                f"{which} is not valid UTF-8 text ({shown!r}); pass it as UTF-8 "
+                f"{which} is not valid UTF-8 text; pass it as UTF-8 "
                 "(check the encoding of the terminal or the script that runs personae)."
             )
     return None
