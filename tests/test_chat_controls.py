@@ -1,6 +1,7 @@
 """The terminal chat's controls, in a pseudo-terminal as a person uses them: Ctrl-C stops the reply
-being written (kept as far as it went) and a second one leaves; /retry answers again in place (the
-🔄's path); /edit changes the last message and answers it again. Text that would drive the terminal
+being written (kept as far as it went) and a second one leaves; /continue goes on from where it
+stopped; /retry answers again in place (the 🔄's path); /edit changes the last message and answers it
+again. Text that would drive the terminal
 (OSC 52, OSC 0, CSI 2J) is shown escaped."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ summarizer = test_chat_terminal.summarizer
 FULL = "Biscuit is a fine name for a dog who likes long walks."
 
 
-async def test_ctrl_c_stops_the_reply_then_retry_edit_and_a_second_ctrl_c_leaves(
+async def test_ctrl_c_stops_the_reply_then_continue_retry_edit_and_a_second_ctrl_c_leaves(
     env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
     summarizer.release.set()
@@ -42,6 +43,16 @@ async def test_ctrl_c_stops_the_reply_then_retry_edit_and_a_second_ctrl_c_leaves
         assert kept.role == "assistant" and kept.content.startswith("Biscuit")
         assert len(kept.content) < len(FULL) and kept.content in chat.output
 
+        # The model goes on from the reply's start, which it is given, in its own spacing.
+        llm_server.responder = lambda body: ", and more."
+        chat.type("/continue")
+        await chat.expect(f"Lilith> {kept.content}, and more.")
+        await chat.expect("you> ")
+        assert llm_server.requests[-1]["messages"][-1] == {"role": "assistant", "content": kept.content}
+        [_, went_on] = await rows(env["DATABASE_URL"], Message)
+        assert went_on.content == f"{kept.content}, and more."  # in place of the stopped one
+
+        llm_server.responder = lambda body: FULL
         chat.type("/retry")
         await chat.expect(f"Lilith> {FULL}")
         await chat.expect("you> ")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 import termios
@@ -121,6 +122,7 @@ class TerminalChat:
     overlapped: set[int] = field(default_factory=set)
     last_message_id: str | None = None  # the message the last reply answered, for /why
     last_reply: tuple[int, str] | None = None  # its conversation and message, for /retry and /edit
+    last_reply_text: str = ""  # what it says, for /continue
 
     async def converse(self, lines: LineReader) -> None:
         """Read and answer lines until /quit or the end of input, then finish the work in flight."""
@@ -166,7 +168,7 @@ class TerminalChat:
         """The reply to `request` written as it comes; Ctrl-C meanwhile stops it where it is."""
         speaker = self.personality.display_name
         self.screen.thinking(speaker)
-        delivery = TerminalDelivery(self.screen, speaker)
+        delivery = TerminalDelivery(self.screen, speaker, request.continues)
         overlaps = bool(self.work)
         turn = self._in_background(self.runtime.chat.answer(request, delivery))
         if overlaps:
@@ -180,6 +182,8 @@ class TerminalChat:
             stored.cancel()
         if delivery.answered is not None:
             self.last_reply = (delivery.answered.conversation_id, request.message_id)
+        if delivery.kept is not None:
+            self.last_reply_text = delivery.kept
         if turn.cancelled():
             delivery.stopped_before_writing()
         elif turn.done():
@@ -267,6 +271,11 @@ class TerminalChat:
         if (request := await self._again()) is not None:
             await self._answer(request)
 
+    async def continue_reply(self, _: str) -> None:
+        """The last reply gone on from where it stopped, in its place."""
+        if (request := await self._again()) is not None:
+            await self._answer(dataclasses.replace(request, continues=self.last_reply_text))
+
     async def edit(self, text: str) -> None:
         """The last message said otherwise, and answered again in place of its reply."""
         from memory.chat.editing import edit_message
@@ -330,6 +339,7 @@ COMMANDS: dict[str, ChatCommand] = {
     "/help": ChatCommand(TerminalChat.help, "list these commands"),
     "/new": ChatCommand(TerminalChat.new, "start a new conversation (the earlier one stays in the log)"),
     "/retry": ChatCommand(TerminalChat.retry, "answer your last message again, in place of its reply"),
+    "/continue": ChatCommand(TerminalChat.continue_reply, "the last reply goes on from where it stopped"),
     "/edit": ChatCommand(TerminalChat.edit, "/edit TEXT: your last message becomes TEXT, answered again"),
     "/why": ChatCommand(TerminalChat.why, "show the memories the last reply used, with their ids"),
     "/recall": ChatCommand(TerminalChat.recall, "/recall QUERY: what a reply would recall for it"),

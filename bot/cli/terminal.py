@@ -26,7 +26,7 @@ CHANNEL = "terminal"  # the channel id of a user's terminal chats, outside any g
 PROMPT = "you> "
 THINKING = "thinking…"
 REMEMBERED = "(remembered)"
-STOPPED = "(stopped: the reply is kept as far as it went; /retry answers again)"
+STOPPED = "(stopped: the reply is kept as far as it went; /continue goes on, /retry answers again)"
 STOPPED_EARLY = "(stopped before the reply began: your message is kept, unanswered)"
 
 
@@ -102,11 +102,14 @@ class TerminalDelivery:
     thinking mark is already on the screen; `stored` is set once the reply is in the log. `stop` (Ctrl-C)
     ends the reply where it is: the model's next piece is neither shown nor kept."""
 
-    def __init__(self, screen: Screen, speaker: str) -> None:
+    def __init__(self, screen: Screen, speaker: str, start: str = "") -> None:
         self._screen = screen
         self._speaker = speaker
+        self._start = start  # the reply's start, which the model goes on from (/continue)
+        self._written: list[str] = []
         self._writing = False
         self.stopped = False
+        self.kept: str | None = None  # the reply as stored
         self.answered: PreparedReply | None = None  # the message the reply answers, once delivered
         self.stored = asyncio.Event()
 
@@ -129,6 +132,8 @@ class TerminalDelivery:
         if not self._writing:
             self._writing = True
             self._screen.stop_thinking(self._speaker)
+            self._screen.write(self._start)
+        self._written.append(piece)
         self._screen.write(piece)
         return None
 
@@ -139,7 +144,11 @@ class TerminalDelivery:
         self._screen.end_reply(reply.text if not reply.ok else "")
         if self.stopped and reply.ok:
             self._screen.note(STOPPED)
-        return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
+        if not reply.ok:
+            return []
+        # Gone on from its start: the start and the words as written (their spacing kept).
+        self.kept = (self._start + "".join(self._written)).rstrip() if self._start else reply.text
+        return [(f"terminal:{uuid.uuid4()}", self.kept)]
 
     async def recorded(self) -> None:
         self.stored.set()

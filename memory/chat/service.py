@@ -330,7 +330,7 @@ class ChatService:
         """The reply text in pieces as the model writes it; raises ChatModelMissingError."""
         if prepared.cfg is None or prepared.context is None:
             raise ChatModelMissingError(NO_CHAT_MODEL)
-        async for piece in self._llm.stream(prepared.cfg, prepared.context.messages):
+        async for piece in self._llm.stream(prepared.cfg, prepared.messages_to_answer):
             yield piece
 
     async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], bool | None]) -> ChatReply:
