@@ -158,10 +158,11 @@ def test_an_embedding_endpoint_down_during_import_says_so_in_one_line(
     )
 
 
-def test_a_lone_surrogate_in_a_recall_query_is_answered(
+def test_a_lone_surrogate_in_a_recall_query_is_one_line_naming_the_fix(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 20, item 15: bytes that are not UTF-8 on the command line reach Python as lone surrogates."""
+    """Bytes that are not UTF-8 on the command line reach Python as lone surrogates (issue 20, item 15):
+    like any argument's (issue 33, item 7), they are refused in one line that names the fix, exit 2."""
     run(capsys, "personality", "create", "Lilith")
     path = write(
         cli_env,
@@ -173,5 +174,11 @@ def test_a_lone_surrogate_in_a_recall_query_is_answered(
     code, out, err = run(
         capsys, "recall", "bike \udcff blue", "--personality", "lilith", "--user", "7", "--json"
     )
+    assert code == 2 and not out
+    assert err == (
+        "personae: The argument 'bike \ufffd blue' is not valid UTF-8 text; pass it as UTF-8 (check the "
+        "encoding of the terminal or the script that runs personae).\n"
+    )
+    code, out, err = run(capsys, "recall", "bike blue", "--personality", "lilith", "--user", "7", "--json")
     assert code == 0, err
     assert json.loads(out)["memories"][0]["source_message_ids"] == ["1", "2"]

@@ -5,7 +5,8 @@ over it); with `with_memory` the whole Runtime, the vector index opened at once 
 writes or searches memories fails before it starts when another process holds the embedded index);
 with `index_when_used` the Runtime whose index opens only if the command comes to use it (a report
 that reads PostgreSQL runs beside the bot). `embeds` starts loading the embedding model at once, while
-the database is reached. `standalone` commands (run, sync-commands, db status|stop) get the settings
+the database is reached. `warms_llm` loads the model client in a thread from the start (bot.cli.warm_up).
+`standalone` commands (run, sync-commands, db status|stop) get the settings
 and build what they need.
 """
 
@@ -20,9 +21,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities
+from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, personalities, personas
 from bot.cli.logs import configure_logging
-from bot.cli.output import CommandError, one_line
+from bot.cli.output import ArgumentError, CommandError, one_line, printable_output, undecodable_argument
 from bot.cli.stopping import stop_on_sigterm
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details; list everything")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The order of `personae --help`.
-    for group in (database, personalities, discord_bot, llm_configs, memories, chat, demo):
+    for group in (database, personalities, personas, discord_bot, llm_configs, memories, chat, demo):
         group.add_commands(commands)
     _describe_commands(parser)
     return parser
@@ -62,6 +63,10 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
     from bot.runtime import make_deployment_embedder, open_core, open_memory_services
 
     stop_on_sigterm()
+    if getattr(args, "warms_llm", False):  # loaded while the database and the index open
+        from bot.cli.warm_up import ModelClientWarmUp
+
+        args.model_client = ModelClientWarmUp(settings.chat_model)
 
     with_memory = getattr(args, "with_memory", False)
     index_when_used = getattr(args, "index_when_used", False)
@@ -140,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # recall. It runs from the command's own work on, over what that makes (`collect_garbage_from_now`).
     gc.disable()
     try:
-        return _run_command(argv)
+        with printable_output():  # no text from a card, a model or a memory drives the terminal
+            return _run_command(argv)
     finally:
         gc.unfreeze()  # a caller that goes on (a test) gets its garbage collected as before
         gc.enable()
@@ -153,7 +159,16 @@ def collect_garbage_from_now() -> None:
 
 
 def _run_command(argv: Sequence[str] | None) -> int:
+    if (undecodable := undecodable_argument(sys.argv[1:] if argv is None else argv)) is not None:
+        print(f"personae: {undecodable}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
+    try:  # what argparse cannot check alone, before anything opens
+        if (check_arguments := getattr(args, "check_arguments", None)) is not None:
+            check_arguments(args)
+    except ArgumentError as exc:
+        print(f"personae: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     from bot.settings import load_bot_settings
     from memory.errors import UserFacingError
     from memory.retry import LLMUnavailableError

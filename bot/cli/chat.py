@@ -11,34 +11,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
-import queue
 import sys
 import termios
-import threading
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from bot.cli.output import CommandError
+from bot.cli.output import ArgumentError, CommandError
+from bot.cli.terminal import (
+    CHANNEL,
+    PROMPT,
+    REMEMBERED,
+    LineReader,
+    Screen,
+    TerminalDelivery,
+    ctrl_c_stops,
+    terminal_settings,
+)
 from bot.cli.user_memories import print_receipt
 
 if TYPE_CHECKING:
     from bot.cli.output import Subcommands
+    from bot.cli.warm_up import ModelClientWarmUp
     from bot.runtime import Runtime
     from bot.settings import BotSettings
-    from memory.chat.service import ChatReply, ChatTurn
+    from memory.chat.service import ChatRequest, ChatTurn
     from models import Personality
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "terminal"
-PROMPT = "you> "
-THINKING = "thinking…"
-REMEMBERED = "(remembered)"
+MAX_NAME_LENGTH = 100  # a message's author name (models.Message)
 
 T = TypeVar("T")
 
@@ -59,138 +65,35 @@ def add_commands(commands: Subcommands) -> None:
         help="start a new conversation, with none of the earlier messages in its context (they stay in "
         "the log; long-term memories stay)",
     )
-    chat.set_defaults(handler=cmd_chat, with_memory=True, log_file=chat_log_file)
+    chat.set_defaults(
+        handler=cmd_chat,
+        check_arguments=check_chat_arguments,
+        with_memory=True,
+        embeds=True,
+        log_file=chat_log_file,
+        warms_llm=True,
+    )
+
+
+def check_chat_arguments(args: argparse.Namespace) -> None:
+    """--user and --name as they can be stored: an id of at most 64 characters, a name of 100."""
+    from memory.owners.personality_fields import MAX_ID_LENGTH
+
+    if len(args.user) > MAX_ID_LENGTH:
+        raise ArgumentError(
+            f"--user is {len(args.user)} characters; a user id is at most {MAX_ID_LENGTH} "
+            "(a Discord id has 17 to 20 digits)"
+        )
+    if len(args.name) > MAX_NAME_LENGTH:
+        raise ArgumentError(
+            f"--name is {len(args.name)} characters; the name the personality sees is at most "
+            f"{MAX_NAME_LENGTH}"
+        )
 
 
 def chat_log_file(settings: BotSettings) -> Path:
     """Where the chat's logs go: the screen is the conversation's."""
     return settings.personae_data_dir / "logs" / "chat.log"
-
-
-class Screen:
-    """The terminal the chat writes on: a reply line at a time, and notes put above the prompt while
-    the user types. Marks and redrawing are for people: with output to a file or a pipe, only text."""
-
-    def __init__(self) -> None:
-        self.interactive = sys.stdin.isatty() and sys.stdout.isatty()
-        self.prompting = False  # the prompt is shown and the user may be typing
-        self._replying = False  # a reply's line is being written: notes wait for its end
-        self._held_notes: list[str] = []
-
-    def write(self, text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    def note(self, text: str) -> None:
-        """A line of its own: after the reply being written, above the prompt if the user is at it
-        (their typing kept)."""
-        if self._replying:
-            self._held_notes.append(text)
-        elif self.interactive and self.prompting:
-            self.write(f"\r\x1b[2K{text}\n{PROMPT}{_typed_so_far()}")
-        else:
-            self.write(f"{text}\n")
-
-    def thinking(self, speaker: str) -> None:
-        """The speaker's line, with a mark until the reply's first words replace it."""
-        self._replying = True
-        self.write(f"{speaker}> " + (THINKING if self.interactive else ""))
-
-    def stop_thinking(self, speaker: str) -> None:
-        if self.interactive:
-            self.write(f"\r\x1b[2K{speaker}> ")
-
-    def end_reply(self, text: str) -> None:
-        """The rest of the reply's line, then the notes that came while it was written."""
-        self.write(f"{text}\n")
-        self._replying = False
-        for note in self._held_notes:
-            self.write(f"{note}\n")
-        self._held_notes.clear()
-
-
-def _typed_so_far() -> str:
-    """What the user has typed at the prompt (line editing keeps it), for redrawing it under a note."""
-    try:
-        import readline
-    except ImportError:  # no line editing here: nothing to redraw
-        return ""
-    return readline.get_line_buffer()
-
-
-class TerminalDelivery:
-    """A reply printed as the model writes it, under the personality's name, and stored under an id of
-    its own: a ReplyDelivery (memory.chat.turns, not imported here: `personae --help` stays light). The
-    thinking mark is already on the screen; `stored` is set once the reply is in the log."""
-
-    def __init__(self, screen: Screen, speaker: str) -> None:
-        self._screen = screen
-        self._speaker = speaker
-        self._writing = False
-        self.stored = asyncio.Event()
-
-    def writing(self) -> AbstractAsyncContextManager[None]:
-        return nullcontext()
-
-    def on_text(self, piece: str) -> None:
-        if not self._writing:
-            self._writing = True
-            self._screen.stop_thinking(self._speaker)
-        self._screen.write(piece)
-
-    async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:
-        if not self._writing:
-            self._screen.stop_thinking(self._speaker)
-        self._screen.end_reply(reply.text if not reply.ok else "")
-        return [(f"terminal:{uuid.uuid4()}", reply.text)] if reply.ok else []
-
-    async def recorded(self) -> None:
-        self.stored.set()
-
-    async def remembered(self, message_ids: Sequence[str]) -> None:
-        if message_ids:
-            self._screen.note(REMEMBERED)
-
-
-class LineReader:
-    """Lines from the terminal, read in a thread of its own so the chat goes on meanwhile. A daemon
-    thread: Ctrl-C ends the chat at once rather than waiting on a line that will never come."""
-
-    def __init__(self) -> None:
-        self._asks: queue.SimpleQueue[tuple[str, asyncio.Future[str | None]]] = queue.SimpleQueue()
-        self._loop = asyncio.get_running_loop()
-        threading.Thread(target=self._serve, name="terminal-input", daemon=True).start()
-
-    async def read(self, prompt: str) -> str | None:
-        """The next line (`prompt` shown when interactive); None at the end of input."""
-        answer: asyncio.Future[str | None] = self._loop.create_future()
-        self._asks.put((prompt, answer))
-        return await answer
-
-    def _serve(self) -> None:
-        while True:
-            prompt, answer = self._asks.get()
-            try:
-                line = read_line(prompt)
-            except (OSError, ValueError):  # the terminal went away
-                line = None
-            self._loop.call_soon_threadsafe(_settle, answer, line)
-
-
-def _settle(answer: asyncio.Future[str | None], line: str | None) -> None:
-    if not answer.done():
-        answer.set_result(line)
-
-
-def read_line(prompt: str) -> str | None:
-    """One line from the terminal (the prompt only when interactive); None at end of input."""
-    if sys.stdin.isatty():
-        try:
-            return input(prompt)
-        except EOFError:
-            return None
-    line = sys.stdin.readline()
-    return line.rstrip("\n") if line else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +121,8 @@ class TerminalChat:
     # to the pass after it: /quit runs that pass.
     overlapped: set[int] = field(default_factory=set)
     last_message_id: str | None = None  # the message the last reply answered, for /why
+    last_reply: tuple[int, str] | None = None  # its conversation and message, for /retry and /edit
+    last_reply_text: str = ""  # what it says, for /continue
 
     async def converse(self, lines: LineReader) -> None:
         """Read and answer lines until /quit or the end of input, then finish the work in flight."""
@@ -247,8 +152,6 @@ class TerminalChat:
         """One turn: the thinking mark at once, the reply as it comes; the work after it goes on."""
         from memory.chat.service import ChatRequest
 
-        speaker = self.personality.display_name
-        self.screen.thinking(speaker)
         request = ChatRequest(
             personality_id=self.personality.id,
             user_id=self.user_id,
@@ -259,7 +162,13 @@ class TerminalChat:
             text=text,
         )
         self.last_message_id = request.message_id
-        delivery = TerminalDelivery(self.screen, speaker)
+        await self._answer(request)
+
+    async def _answer(self, request: ChatRequest) -> None:
+        """The reply to `request` written as it comes; Ctrl-C meanwhile stops it where it is."""
+        speaker = self.personality.display_name
+        self.screen.thinking(speaker)
+        delivery = TerminalDelivery(self.screen, speaker, request.continues)
         overlaps = bool(self.work)
         turn = self._in_background(self.runtime.chat.answer(request, delivery))
         if overlaps:
@@ -267,11 +176,23 @@ class TerminalChat:
         # The next prompt once the reply is stored (Ctrl-C then loses nothing), or the turn has ended.
         stored = asyncio.create_task(delivery.stored.wait())
         try:
-            await asyncio.wait({turn, stored}, return_when=asyncio.FIRST_COMPLETED)
+            with ctrl_c_stops(lambda: self._stop(turn, delivery)):
+                await asyncio.wait({turn, stored}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stored.cancel()
-        if turn.done():
+        if delivery.answered is not None:
+            self.last_reply = (delivery.answered.conversation_id, request.message_id)
+        if delivery.kept is not None:
+            self.last_reply_text = delivery.kept
+        if turn.cancelled():
+            delivery.stopped_before_writing()
+        elif turn.done():
             turn.result()  # a turn that ended before its reply was stored: its error is this command's
+
+    def _stop(self, turn: asyncio.Task[ChatTurn], delivery: TerminalDelivery) -> None:
+        """Ctrl-C while a reply is written: it ends where it is; before its first words, the turn ends."""
+        if not delivery.stop():
+            turn.cancel()
 
     def _in_background(self, work: Coroutine[object, object, T]) -> asyncio.Task[T]:
         task = asyncio.create_task(work)
@@ -345,6 +266,68 @@ class TerminalChat:
         )
         print_receipt(receipt, "The last reply")
 
+    async def retry(self, _: str) -> None:
+        """The 🔄: the last message answered again, the new reply in place of the old one."""
+        if (request := await self._again()) is not None:
+            await self._answer(request)
+
+    async def continue_reply(self, _: str) -> None:
+        """The last reply gone on from where it stopped, in its place."""
+        if (request := await self._again()) is not None:
+            await self._answer(dataclasses.replace(request, continues=self.last_reply_text))
+
+    async def edit(self, text: str) -> None:
+        """The last message said otherwise, and answered again in place of its reply."""
+        from memory.chat.editing import edit_message
+        from memory.errors import UserFacingError
+
+        if not text:
+            self.screen.write("(/edit TEXT: your last message becomes TEXT and is answered again)\n")
+            return
+        if (request := await self._again()) is not None and self.last_reply is not None:
+            cfg = self.runtime.models.chat(self.personality)
+            conversation = self.last_reply[0]
+            try:
+                edited = await edit_message(self.runtime.sessionmaker, conversation, request, text, cfg=cfg)
+            except UserFacingError as error:
+                self.screen.write(f"({error})\n")
+                return
+            await self._answer(edited)
+
+    async def _again(self) -> ChatRequest | None:
+        """The last message as a request to answer again (Discord's 🔄 rules), or None, said why."""
+        from memory.errors import UserFacingError
+
+        if self.last_reply is None:
+            self.screen.write("(no reply in this chat yet to answer again)\n")
+            return None
+        conversation_id, message_id = self.last_reply
+        try:
+            return await self.runtime.chat.request_again(
+                conversation_id=conversation_id, message_id=message_id, user_id=self.user_id
+            )
+        except UserFacingError as error:
+            self.screen.write(f"({error})\n")
+            return None
+
+    async def recall(self, query: str) -> None:
+        """What this personality would recall for the user, as `personae recall` shows it."""
+        from bot.cli.in_chat import run_in_chat
+
+        if not query:
+            self.screen.write("(/recall QUERY: what a reply would recall for it)\n")
+            return
+        await run_in_chat(
+            self.runtime, self.user_id, ["recall", query, "--personality", self.personality.name]
+        )
+
+    async def memory(self, rest: str) -> None:
+        """`personae memory ...` for the user, on the index this chat holds."""
+        from bot.cli.in_chat import run_in_chat, split_words
+
+        if (words := split_words(rest or "--help")) is not None:
+            await run_in_chat(self.runtime, self.user_id, ["memory", *words])
+
     async def help(self, _: str) -> None:
         width = max(map(len, COMMANDS))
         for name, command in COMMANDS.items():
@@ -355,7 +338,12 @@ class TerminalChat:
 COMMANDS: dict[str, ChatCommand] = {
     "/help": ChatCommand(TerminalChat.help, "list these commands"),
     "/new": ChatCommand(TerminalChat.new, "start a new conversation (the earlier one stays in the log)"),
+    "/retry": ChatCommand(TerminalChat.retry, "answer your last message again, in place of its reply"),
+    "/continue": ChatCommand(TerminalChat.continue_reply, "the last reply goes on from where it stopped"),
+    "/edit": ChatCommand(TerminalChat.edit, "/edit TEXT: your last message becomes TEXT, answered again"),
     "/why": ChatCommand(TerminalChat.why, "show the memories the last reply used, with their ids"),
+    "/recall": ChatCommand(TerminalChat.recall, "/recall QUERY: what a reply would recall for it"),
+    "/memory": ChatCommand(TerminalChat.memory, "/memory list|search|show|forget|...: your memories"),
     "/reset": ChatCommand(TerminalChat.reset, "clear the conversation's summary (memories stay)"),
     "/quit": ChatCommand(TerminalChat.quit, "finish forming memories and end (Ctrl-D too)", ends_chat=True),
     "/exit": ChatCommand(TerminalChat.quit, "the same as /quit", ends_chat=True),
@@ -369,6 +357,9 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     if runtime.models.chat(personality) is None:
         raise CommandError(NO_CHAT_MODEL)
     chat = TerminalChat(runtime, personality, user_id=args.user, user_name=args.name)
+    model_client: ModelClientWarmUp | None = getattr(args, "model_client", None)
+    if model_client is not None:  # loading since the start: the prompt comes when a reply needs no wait
+        await model_client.ready()
     if args.new:
         await chat.start_new()
     chat.screen.write(
@@ -377,7 +368,7 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     )
     await chat.greet()
     lines = LineReader()
-    terminal = _terminal_settings()
+    terminal = terminal_settings()
     try:
         await chat.converse(lines)
     except asyncio.CancelledError:
@@ -390,12 +381,3 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
         if terminal is not None:  # line editing, cut short by Ctrl-C, may have left echo off
             with contextlib.suppress(termios.error):
                 termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, terminal)
-
-
-def _terminal_settings() -> list[Any] | None:
-    """The terminal's modes now, to put back at the end; None when input is not a terminal."""
-    if not sys.stdin.isatty():
-        return None
-    with contextlib.suppress(termios.error):
-        return termios.tcgetattr(sys.stdin.fileno())
-    return None

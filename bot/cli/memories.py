@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli import user_memories
+from bot.cli import memory_settings, user_memories
 from bot.cli.output import CommandError, check_id, command_group, print_stats, progress, read_text_file
 from bot.cli.personalities import MEMORY_MODES
 
@@ -57,8 +57,12 @@ def add_commands(commands: Subcommands) -> None:
         "--user", help="the user id of lines without a user_id (required for sillytavern: whose chat it is)"
     )
     imp.add_argument(
-        "--mode", choices=MEMORY_MODES, help="the memory mode for this import (default: each user's setting)"
+        "--memory-mode",
+        choices=MEMORY_MODES,
+        help="the memory mode for this import (default: each user's setting)",
     )
+    # The old name, kept working and out of --help.
+    imp.add_argument("--mode", dest="memory_mode", choices=MEMORY_MODES, help=argparse.SUPPRESS)
     imp.add_argument(
         "-v", "--verbose", dest="all_skipped", action="store_true", help="list every skipped line"
     )
@@ -91,6 +95,7 @@ def add_commands(commands: Subcommands) -> None:
     stats.add_argument("--personality", help=PERSONALITY_HELP + " (default: all)")
     stats.set_defaults(handler=cmd_memory_stats, index_when_used=True)
     user_memories.add_commands(mcommands)
+    memory_settings.add_commands(mcommands)
 
     reindex = commands.add_parser(
         "reindex",
@@ -204,7 +209,7 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
             personality_user_id=f"personality:{personality.name}" if personality is not None else None,
             default_user_id=user,
             skipped_lines=len(skipped),
-            mode=MemoryMode(args.mode) if args.mode else None,
+            mode=MemoryMode(args.memory_mode) if args.memory_mode else None,
             progress=progress(f"Remembering {args.file.name}"),
             replace_edited=args.format == "sillytavern",  # the whole chat as kept: a changed swipe replaces
         )

@@ -1,18 +1,78 @@
 """How commands are declared and talk to the user: command groups and options passed on as keyword
-arguments, failures as one line, progress bars on stderr, listings as aligned tables, the storage table."""
+arguments, failures as one line, progress bars on stderr, listings as aligned tables, the storage table;
+and the one filter every byte of text the CLI prints goes through (`printable`)."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, cast, overload
 
 if TYPE_CHECKING:
     from memory.service import MemoryStats
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+# Every C0 control but tab and newline, DEL and every C1 control, written as a JSON-style escape: text
+# from cards, models, memories and transcripts can then never drive the terminal (OSC 52 writing the
+# clipboard, OSC 0 the window title, CSI 2J clearing the screen), and JSON printed stays valid JSON.
+_CONTROLS = {c: f"\\u{c:04x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\t\n"}
+
+
+def printable(text: str) -> str:
+    """`text` with the characters that could drive a terminal shown escaped (`\\u001b`)."""
+    return text.translate(_CONTROLS)
+
+
+class PrintableStream(io.TextIOBase):
+    """A text stream that writes what it is given `printable` to the stream it wraps; `unescaped` is
+    that stream, for the CLI's own control sequences (the chat's redrawing, progress bars)."""
+
+    def __init__(self, unescaped: TextIO) -> None:
+        super().__init__()
+        self.unescaped = unescaped
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.unescaped.flush()
+
+    def fileno(self) -> int:  # `input()` uses line editing when this is the terminal's
+        return self.unescaped.fileno()
+
+    def isatty(self) -> bool:
+        return self.unescaped.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.unescaped.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self.unescaped.errors
+
+
+@contextmanager
+def printable_output() -> Iterator[None]:
+    """Standard output and error through `printable` while the command runs."""
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, PrintableStream(stdout))
+    sys.stderr = cast(TextIO, PrintableStream(stderr))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def unescaped(stream: TextIO) -> TextIO:
+    """The stream under `printable_output`'s filter: for the CLI's own control sequences only."""
+    return cast(TextIO, getattr(stream, "unescaped", stream))
 
 
 def command_group(commands: Subcommands, name: str, help: str) -> Subcommands:
@@ -34,6 +94,29 @@ def option_values(args: argparse.Namespace, options: Mapping[str, object]) -> di
 
 class CommandError(Exception):
     """A failure already phrased for the user; printed as one line, exit code 1."""
+
+
+class ArgumentError(CommandError):
+    """An argument that cannot be used, said in one line with the fix; exit code 2, as argparse's own."""
+
+
+def undecodable_argument(argv: Sequence[str]) -> str | None:
+    """One line for the first argument that is not UTF-8 text (Python keeps its bytes as surrogates,
+    which nothing can store or print), naming the option it was given to; None when all are text."""
+    for at, argument in enumerate(argv):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            before = argv[at - 1] if at else ""
+            which = (
+                f"The value of {before} ({shown!r})" if before.startswith("-") else f"The argument {shown!r}"
+            )
+            return (
+                f"{which} is not valid UTF-8 text; pass it as UTF-8 "
+                "(check the encoding of the terminal or the script that runs personae)."
+            )
+    return None
 
 
 def one_line(message: str) -> str:
@@ -91,7 +174,8 @@ def progress(description: str) -> Callable[[int], Callable[[int], None]]:
     def start(total: int) -> Callable[[int], None]:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, desc=description, unit="exchange", file=sys.stderr, leave=False)
+        # The bar redraws itself with control characters of its own, past the filter.
+        bar = tqdm(total=total, desc=description, unit="exchange", file=unescaped(sys.stderr), leave=False)
         step: Callable[[int], None] = bar.update
         return step
 

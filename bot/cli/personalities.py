@@ -92,7 +92,7 @@ def add_commands(commands: Subcommands) -> None:
 
     card_import = pcommands.add_parser(
         "import",
-        help="create a personality from a character card (V2 or V3, JSON or PNG)",
+        help="create a personality from a character card (V1, V2 or V3; JSON or PNG)",
         description="Create a personality from a character card; the card's name is its name unless --name.",
     )
     card_import.add_argument("file", type=Path, help="the card: .json, or .png with the card embedded")

@@ -171,7 +171,7 @@ class CardCommands(PersonaeCog):
     ) -> None:
         service = self.runtime.personalities
         p = await service.get(personality)
-        service.require_manager(p, user_id_of(interaction))  # the card holds its prompt
+        service.require_manager(p, user_id_of(interaction), "export its card")  # the card holds its prompt
         card = export_card(p)
         version = "V3" if card["spec"] == V3 else "V2"
         if image is None:

@@ -83,9 +83,29 @@ def resummarize_progress(p: Personality, done: int, total: int) -> str:
     return f"Re-summarizing {p.display_name}'s memories: {done} of {total}…"
 
 
+# Why a summary was not used although the summarizer answered (memory.formation.summarizer.FallbackReason).
+REJECTED = {
+    "refused": "the model refused",
+    "invented": "a fact nobody said",
+    "other_user": "another user's facts",
+    "unparseable": "no summary in the answer",
+}
+
+
 def resummarize_report(p: Personality, report: FormationReport) -> str:
-    return (
-        f"Re-summarized {report.memories} of {report.exchanges} memories of {p.display_name}; "
-        f"{report.extractive} left as they were (summarizer unavailable), "
+    """What /personality resummarize did, and why memories were left as they were: the summarizer
+    unavailable, or its summaries rejected (and for what)."""
+    text = f"Re-summarized {report.memories} of {report.exchanges} memories of {p.display_name}; "
+    rejected = {reason: n for reason, n in report.fallbacks.items() if n and reason in REJECTED}
+    unavailable = sum(report.fallbacks.values()) - sum(rejected.values())
+    why = []
+    if unavailable:
+        why.append(f"{unavailable} with the summarizer unavailable")
+    if rejected:
+        reasons = ", ".join(f"{n} {REJECTED[reason]}" for reason, n in sorted(rejected.items()))
+        why.append(f"{sum(rejected.values())} whose summaries were rejected ({reasons})")
+    left = f" ({'; '.join(why)})" if why else ""
+    return text + (
+        f"{report.extractive} left as they were{left}, "
         f"{report.fidelity_misses} carry the facts their summary dropped."
     )

@@ -59,6 +59,7 @@ from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.pending import AwaitedReplies
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.owners.card_prompt import fill_user
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personas import personas_for
 from memory.types import MessageRole
@@ -300,11 +301,11 @@ class ChatService:
             prepared.personality.card,
             display_name=prepared.personality.display_name,
             recent=[m.content for m in history],
-            user=answered.name if answered is not None else request.user_name,
+            user=(user := answered.name if answered is not None else request.user_name),
             default_scan_depth=self.lore_scan_depth,
         )
         built = build_context(
-            system_prompt=prepared.personality.system_prompt,
+            system_prompt=fill_user(prepared.personality.system_prompt, user),  # a card's {{user}}
             user_name=request.user_name,
             memories=[m.text_with_context for m in memories],
             summary=summary,
@@ -329,10 +330,10 @@ class ChatService:
         """The reply text in pieces as the model writes it; raises ChatModelMissingError."""
         if prepared.cfg is None or prepared.context is None:
             raise ChatModelMissingError(NO_CHAT_MODEL)
-        async for piece in self._llm.stream(prepared.cfg, prepared.context.messages):
+        async for piece in self._llm.stream(prepared.cfg, prepared.messages_to_answer):
             yield piece
 
-    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], None]) -> ChatReply:
+    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], bool | None]) -> ChatReply:
         """The whole reply, or a short neutral notice when the model fails (the user message stays)."""
         if prepared.cfg is None:
             return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
@@ -341,10 +342,10 @@ class ChatService:
         try:
             async with aclosing(self._stream(prepared)) as stream:
                 async for piece in stream:
+                    if on_text(piece) is False:  # the reader stopped the reply here (a terminal's Ctrl-C)
+                        break
                     pieces.append(piece)
-                    on_text(piece)
-                    size += len(piece)
-                    if size > self.reply_max_chars:
+                    if (size := size + len(piece)) > self.reply_max_chars:
                         break  # a model ignoring max_tokens: the rest would be cut anyway
         except LLMUnavailableError as exc:
             log.warning("Chat model failed for %s: %s", prepared.personality.name, exc)

@@ -56,6 +56,8 @@ class ChatRequest:
     created_at: datetime | None = None
     # The external ids of the reply this answer takes the place of (🔄), in order; empty: a first answer.
     replaces: tuple[str, ...] = ()
+    # With `replaces`: the start of that reply, which the model goes on from (the terminal's /continue).
+    continues: str = ""
 
 
 @dataclass(slots=True)
@@ -69,6 +71,13 @@ class PreparedReply:
     context: BuiltContext | None = None
     # The recalled memories the prompt holds, in its order: what the reply's receipt shows.
     memories: Sequence[RecalledMemory] = ()
+
+    @property
+    def messages_to_answer(self) -> list[dict[str, str]]:
+        """The prompt's messages, then the reply's start when the model goes on from it (`continues`)."""
+        assert self.context is not None
+        start = self.request.continues
+        return [*self.context.messages, *([{"role": "assistant", "content": start}] if start else [])]
 
     @property
     def memories_seen(self) -> int:
@@ -95,8 +104,9 @@ class ReplyDelivery(Protocol):
         """Held while the model writes (Discord's typing indicator); nothing by default."""
         return nullcontext()
 
-    def on_text(self, piece: str) -> None:
-        """A piece of the reply as the model writes it (the terminal prints it); nothing by default."""
+    def on_text(self, piece: str) -> bool | None:
+        """A piece of the reply as the model writes it (the terminal prints it); nothing by default.
+        False: the reader stopped the reply before this piece, which ends as far as it went."""
         return None
 
     async def deliver(self, reply: ChatReply) -> Sequence[tuple[str, str]]:

@@ -8,9 +8,10 @@ creator notes never reach the model (the card spec keeps them from it). The gree
 post-history instructions and the depth prompt are not part of the stored prompt: a chat puts them
 where SillyTavern does (memory.chat.prompt), from `CardChat`.
 
-Macros: `{{char}}` (and `<BOT>`, `<char>`) become the character's nickname (V3), else its name. In the
-stored prompt, shared by every user, `{{user}}` (`<USER>`) becomes "the user" ("The user" opening a
-sentence, "User" naming the speaker of an example line); in a chat it is the name of the user answered.
+Macros: `{{char}}` (and `<BOT>`, `<char>`) become the character's nickname (V3), else its name. The
+stored prompt, shared by every user, keeps `{{user}}` (`<USER>` written so too): a chat fills it, as the
+card's other parts, with the name the user answered chats under (their persona's, else their Discord
+display name or the terminal's --name; `fill_chat_macros`).
 `{{original}}` is what Personae would have used without the card's field: in its system prompt
 "You are NAME.", elsewhere nothing (Personae has no post-history instructions of its own).
 """
@@ -44,8 +45,6 @@ class CardText(Protocol):
 
 
 _CHAR = re.compile(r"\{\{char\}\}|<BOT>|<char>", re.IGNORECASE)
-_USER_SPEAKING = re.compile(r"^([ \t]*)(?:\{\{user\}\}|<USER>):", re.IGNORECASE | re.MULTILINE)
-_USER_OPENING = re.compile(r"(^|[.!?][ \t]+)(?:\{\{user\}\}|<USER>)", re.IGNORECASE | re.MULTILINE)
 _USER = re.compile(r"\{\{user\}\}|<USER>", re.IGNORECASE)
 _ORIGINAL = re.compile(r"\{\{original\}\}", re.IGNORECASE)
 _START = re.compile(r"<START>", re.IGNORECASE)
@@ -67,13 +66,16 @@ class ComposedPrompt:
 
 
 def fill_macros(text: str, name: str, *, original: str = "") -> str:
-    """The card's macros in a prompt every user shares: `name` for the character, "the user" for the
-    user, `original` for `{{original}}`."""
+    """The card's macros in a prompt every user shares: `name` for the character, `original` for
+    `{{original}}`; the user stays `{{user}}`, filled per chat."""
     text = _ORIGINAL.sub(lambda _: original, text)
     text = _CHAR.sub(lambda _: name, text)
-    text = _USER_SPEAKING.sub(lambda m: f"{m.group(1)}User:", text)
-    text = _USER_OPENING.sub(lambda m: f"{m.group(1)}The user", text)
-    return _USER.sub("the user", text).strip()
+    return _USER.sub("{{user}}", text).strip()
+
+
+def fill_user(text: str, user: str) -> str:
+    """A stored prompt's `{{user}}` as the user answered is named in this chat."""
+    return _USER.sub(lambda _: user, text)
 
 
 def fill_chat_macros(text: str, *, char: str, user: str) -> str:

@@ -180,7 +180,7 @@ class LoreService:
     async def book(self, name: str, *, actor: str | None) -> Lorebook:
         """The personality's lorebook (the lore is part of its prompt: its managers only)."""
         personality = await self._personalities.get(name)
-        self._personalities.require_manager(personality, actor)
+        self._personalities.require_manager(personality, actor, "read its lore")
         return read_lorebook(personality.card)
 
     async def add(self, name: str, changes: LoreChanges, *, actor: str | None) -> LoreEntry:

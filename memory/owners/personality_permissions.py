@@ -25,11 +25,14 @@ class PersonalityPermissions:
             personality.owner_id is not None and personality.owner_id == user_id
         )
 
-    def require_manager(self, personality: Personality, user_id: str | None) -> None:
-        """Raise PermissionDeniedError unless the user owns the personality or is a bot admin."""
+    def require_manager(
+        self, personality: Personality, user_id: str | None, doing: str = "change it"
+    ) -> None:
+        """Raise PermissionDeniedError unless the user owns the personality or is a bot admin; `doing`
+        is what the refusal says only they can do."""
         if not self.can_manage(personality, user_id):
             raise PermissionDeniedError(
-                f"Only the owner of {personality.display_name} (or a bot admin) can change it."
+                f"Only the owner of {personality.display_name} (or a bot admin) can {doing}."
             )
 
     def require_binder(

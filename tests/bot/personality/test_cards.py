@@ -163,7 +163,8 @@ async def test_export_gives_the_owner_a_card_that_imports_back(
 ) -> None:
     await import_card(fake_discord, card_png(SERAPHINA_V2))
     refused = await fake_discord.command("personality export", user=OTHER, personality="seraphina")
-    assert refused.reply.ephemeral and "Only the owner of Seraphina" in refused.text
+    assert refused.reply.ephemeral
+    assert refused.text == "Only the owner of Seraphina (or a bot admin) can export its card."
     assert refused.reply.attachments == []
 
     exported = await fake_discord.command("personality export", user=OWNER, personality="seraphina")

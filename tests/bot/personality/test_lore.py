@@ -77,14 +77,14 @@ async def test_lore_is_for_managers_and_mistakes_get_one_line(
     fake_discord: FakeDiscord, runtime: Any
 ) -> None:
     await create_lilith(fake_discord)
-    for path, options in (
-        ("personality lore list", {}),
-        ("personality lore add", {"text": "Hers now."}),
-        ("personality lore disable", {"number": 1}),
+    for path, options, doing in (
+        ("personality lore list", {}, "read its lore"),  # reading is refused as reading, not changing
+        ("personality lore add", {"text": "Hers now."}, "change it"),
+        ("personality lore disable", {"number": 1}, "change it"),
     ):
         refused = await fake_discord.command(path, user=OTHER, personality="lilith", **options)
         assert refused.reply.ephemeral
-        assert refused.text == "Only the owner of Lilith (or a bot admin) can change it."
+        assert refused.text == f"Only the owner of Lilith (or a bot admin) can {doing}."
     missing = await fake_discord.command(
         "personality lore enable", user=OWNER, personality="lilith", number=3
     )

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, PermissionDeniedError
 from memory.owners.card_png import MAX_CARD_JSON_BYTES, MAX_PNG_CHUNKS
-from memory.owners.card_prompt import compose_prompt, fill_chat_macros, fill_macros
+from memory.owners.card_prompt import compose_prompt, fill_chat_macros, fill_macros, fill_user
 from memory.owners.cards import (
     MAX_CARD_DEPTH,
     MAX_CARD_FILE_BYTES,
@@ -47,12 +47,12 @@ from tests.memory.owners.cards import (
 
 SERAPHINA_PROMPT = (
     "Write Seraphina's next reply in a gentle fantasy roleplay.\n\n"
-    "Seraphina is a guardian of the Eldoria forest who found the user wounded.\n\n"
+    "Seraphina is a guardian of the Eldoria forest who found {{user}} wounded.\n\n"
     "Seraphina's personality: caring, protective, a little teasing\n\n"
-    "Scenario: The user wakes up in Seraphina's glade.\n\n"
+    "Scenario: {{user}} wakes up in Seraphina's glade.\n\n"
     "Examples of how Seraphina talks (their style only, not things that happened):\n\n"
-    "User: Who are you?\nSeraphina: I am Seraphina, keeper of this glade.\n\n"
-    "User: Where am I?\nSeraphina: Safe, in Eldoria."
+    "{{user}}: Who are you?\nSeraphina: I am Seraphina, keeper of this glade.\n\n"
+    "{{user}}: Where am I?\nSeraphina: Safe, in Eldoria."
 )
 
 
@@ -265,7 +265,9 @@ def test_a_png_of_too_many_chunks_is_refused_in_one_line() -> None:
 
 def test_macros() -> None:
     text = "{{user}} meets {{char}}. <BOT> waves at <USER>.\n{{user}}: hi"
-    assert fill_macros(text, "Sera") == "The user meets Sera. Sera waves at the user.\nUser: hi"
+    # The user stays a macro in the prompt every user shares; each chat fills it (fill_user).
+    assert fill_macros(text, "Sera") == "{{user}} meets Sera. Sera waves at {{user}}.\n{{user}}: hi"
+    assert fill_user(fill_macros(text, "Sera"), "Ann") == "Ann meets Sera. Sera waves at Ann.\nAnn: hi"
     assert fill_chat_macros(
         "{{user}} meets {{char}} at <char>'s door.{{original}}", char="Sera", user="Ann"
     ) == ("Ann meets Sera at Sera's door.")
