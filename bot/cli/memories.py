@@ -307,6 +307,7 @@ async def cmd_reindex(args: argparse.Namespace, runtime: Runtime) -> None:
         drift = await memory.check_drift(personality_id=personality_id)
         print(f"memories in PostgreSQL: {drift.in_postgres}; points in index: {drift.in_index}")
         print(f"missing from index: {drift.missing_from_index}; stale in index: {drift.stale_in_index}")
+        print(f"set aside (could not be indexed, see the log): {drift.set_aside}")
         print("drift found: run `personae reindex` to repair" if drift.drift else "no drift")
         if drift.drift:
             raise SystemExit(1)

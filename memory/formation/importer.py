@@ -51,6 +51,7 @@ from memory.conversations import (
 )
 from memory.errors import InvalidInputError, UserFacingError
 from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport, MemoryFormation
+from memory.formation.moments import storable_moment
 from memory.llm import LLMUnavailableError
 from memory.owners.personality_fields import slugify
 from memory.recall.store import forget_rows
@@ -223,14 +224,9 @@ def _timestamp(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise PydanticCustomError("timestamp", "'timestamp' is not ISO-8601") from None
-    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    try:
-        moment.astimezone(UTC)
-    except OverflowError:
-        raise PydanticCustomError(
-            "timestamp", "'timestamp' is out of range (years 1 to 9999 in UTC)"
-        ) from None
-    return moment
+    if (stored := storable_moment(moment)) is None:
+        raise PydanticCustomError("timestamp", "'timestamp' is out of range (years 1 to 9999 in UTC)")
+    return stored
 
 
 def _message_id(value: Any, info: ValidationInfo) -> str:

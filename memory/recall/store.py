@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -27,6 +28,8 @@ from memory.recall.keywords import encode_keywords, keyword_text
 from memory.recall.query import ParticipantNames
 from memory.types import IndexPoint, MemoryPayload, MemoryState, SparseVector
 from models import Memory, Message
+
+log = logging.getLogger(__name__)
 
 MEMORY_ID_NAMESPACE = uuid.UUID("6f1c1a52-4e2b-4d7e-9a51-2b1f3c9e8d40")
 # What a point is made of: the id, the text (and facts) for keywords, and the payload filters need.
@@ -71,14 +74,46 @@ def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
         kept = fields.get("content_verbatim") or " ".join(
             [fields["content"], *(fields.get("fidelity_misses") or [])]
         )
+    occurred_at = fields["occurred_at"]
+    if occurred_at.tzinfo is None:
+        # asyncpg reads PostgreSQL's ±infinity back naive (memory.formation.moments): no moment in time.
+        raise ValueError(f"its date {occurred_at} is no moment in time")
     payload = {name: fields[name] for name in PAYLOAD_FIELDS}
-    payload["occurred_at"] = fields["occurred_at"].timestamp()
+    payload["occurred_at"] = occurred_at.timestamp()
     return IndexPoint(
         id=fields["id"],
         dense=dense,
         sparse=encode_keywords(keyword_text(kept, occurred_at=fields["occurred_at"])),
         payload=MemoryPayload(**payload),
     )
+
+
+def memory_points(
+    memories: Sequence[Memory | Mapping[str, Any]], vectors: Sequence[list[float]]
+) -> tuple[list[IndexPoint], list[uuid.UUID]]:
+    """The points of these memories (rows, or dicts with POINT_FIELDS) and, apart, the ids of those
+    whose point cannot be built (logged): one bad row must not keep the batch out of the index."""
+    points: list[IndexPoint] = []
+    unbuildable: list[uuid.UUID] = []
+    for memory, vector in zip(memories, vectors, strict=True):
+        fields = memory if isinstance(memory, Mapping) else point_fields(memory)
+        try:
+            points.append(memory_point(fields, vector))
+        except (ValueError, OverflowError, TypeError) as exc:
+            log.error("Memory %s cannot be indexed (%s): set aside", fields["id"], exc)
+            unbuildable.append(fields["id"])
+    return points, unbuildable
+
+
+async def set_aside(session: AsyncSession, ids: Sequence[uuid.UUID]) -> None:
+    """Mark live memories that cannot be indexed, so formation passes them by; `personae reindex`
+    tries them again and `memory stats`, `reindex --check` and `db status` count them."""
+    if ids:
+        await session.execute(
+            update(Memory)
+            .where(Memory.id.in_(list(ids)), Memory.state != MemoryState.DELETED.value)
+            .values(state=MemoryState.SET_ASIDE.value)
+        )
 
 
 @functools.cache
@@ -286,15 +321,41 @@ class MemoryStore:
         await self.index.recreate(self.embedder.dimension)
         self._collection_ready = True
 
-    async def write_points(self, points: Sequence[IndexPoint]) -> None:
-        """Upsert the points, keyed from the message log (`logged_keyword_texts`) where it holds them."""
+    async def write_points(
+        self, points: Sequence[IndexPoint], *, index: VectorIndex | None = None
+    ) -> list[uuid.UUID]:
+        """Upsert the points (into `index`, a rebuild's, or this store's), keyed from the message log
+        (`logged_keyword_texts`) where it holds them; the ids of points the index refused one by one
+        while it took the others (logged)."""
         if not points:
-            return
+            return []
         async with self.sessionmaker() as session:
             texts = await logged_keyword_texts(session, [p.id for p in points])
-        await (await self.ready()).upsert(
-            [dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p for p in points]
-        )
+        keyed = [dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p for p in points]
+        index = index or await self.ready()
+        try:
+            await index.upsert(keyed)
+        except Exception:
+            if len(keyed) == 1:
+                raise
+            return await self._write_one_by_one(index, keyed)
+        return []
+
+    async def _write_one_by_one(self, index: VectorIndex, points: Sequence[IndexPoint]) -> list[uuid.UUID]:
+        """A refused batch, point by point: the points it refuses alone are poison, unless it refuses
+        them all (then the index itself is failing, and the error goes up as it came)."""
+        refused: list[uuid.UUID] = []
+        first_error: Exception | None = None
+        for point in points:
+            try:
+                await index.upsert([point])
+            except Exception as exc:
+                log.error("The index refused memory %s (%s): set aside", point.id, exc)
+                refused.append(point.id)
+                first_error = first_error or exc
+        if first_error is not None and len(refused) == len(points):
+            raise first_error
+        return refused
 
     async def rewrite_points(self, ids: Sequence[uuid.UUID]) -> None:
         """Write these live memories' points again, re-embedded and re-keyed (their log changed)."""
@@ -306,21 +367,25 @@ class MemoryStore:
             ).all()
         if memories:
             vectors = await self.embedder.embed([m.content for m in memories])
-            await self.write_points(
-                [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
-            )
+            points, unbuildable = memory_points(memories, vectors)
+            refused = await self.write_points(points)
+            if unbuildable or refused:
+                async with self.sessionmaker.begin() as session:
+                    await set_aside(session, [*unbuildable, *refused])
 
-    async def index_points(self, points: list[IndexPoint]) -> None:
-        """Write the points, then mark their memories indexed (unless deleted meanwhile)."""
-        if not points:
-            return
-        await self.write_points(points)
+    async def index_points(self, points: list[IndexPoint], unbuildable: Sequence[uuid.UUID] = ()) -> None:
+        """Write the points, then mark their memories indexed (unless deleted meanwhile); set aside
+        those the index refused and those whose point could not be built (`memory_points`)."""
+        refused = await self.write_points(points)
+        written = [p.id for p in points if p.id not in set(refused)]
         async with self.sessionmaker.begin() as session:
-            await session.execute(
-                update(Memory)
-                .where(Memory.id.in_([p.id for p in points]), Memory.state == MemoryState.FORMED.value)
-                .values(state=MemoryState.INDEXED.value)
-            )
+            if written:
+                await session.execute(
+                    update(Memory)
+                    .where(Memory.id.in_(written), Memory.state == MemoryState.FORMED.value)
+                    .values(state=MemoryState.INDEXED.value)
+                )
+            await set_aside(session, [*unbuildable, *refused])
 
     async def index_pending(self, *, batch: int = 256) -> int:
         """Index memories written to Postgres but not yet searchable (after a crash, say)."""
@@ -339,9 +404,7 @@ class MemoryStore:
             if not memories:
                 return done
             vectors = await self.embedder.embed([m.content for m in memories])
-            await self.index_points(
-                [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
-            )
+            await self.index_points(*memory_points(memories, vectors))
             done += len(memories)
 
     async def drop_points(self, ids: Sequence[uuid.UUID]) -> None:
