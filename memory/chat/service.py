@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
+from memory.chat.card_parts import card_parts_off_loop
 from memory.chat.missed import MissedMessageLog, MissedPlace, deserves_answer
 from memory.chat.prompt import (
     BuiltContext,
-    CardParts,
     ContextBudget,
     HistoryMessage,
     PromptPersona,
@@ -296,7 +296,7 @@ class ChatService:
         ] or [HistoryMessage(role="user", content=request.text, author_name=request.user_name)]
         memories = await recall if recall is not None else []
         answered = personas.get(request.user_id)
-        card = CardParts.of(
+        card = await card_parts_off_loop(  # issue 33: a big lorebook holds no other reply
             prepared.personality.card,
             display_name=prepared.personality.display_name,
             recent=[m.content for m in history],
