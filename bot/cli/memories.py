@@ -155,7 +155,7 @@ def likely_format(text: str) -> str | None:
         if raw.strip():
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep (issue 33)
                 return None
             if not isinstance(record, dict):
                 return None

@@ -158,7 +158,7 @@ def json_object(line_no: int, raw: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"line {line_no}: not valid JSON ({exc.msg})") from None
     except RecursionError:
-        raise InvalidInputError(f"line {line_no}: JSON nested too deeply") from None
+        raise InvalidInputError(f"line {line_no}: JSON nested too deeply for a transcript line") from None
     except ValueError:  # Python's own limit on the digits of an integer it converts
         limit = sys.get_int_max_str_digits()
         raise InvalidInputError(
