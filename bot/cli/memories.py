@@ -62,7 +62,13 @@ def add_commands(commands: Subcommands) -> None:
     imp.add_argument(
         "-v", "--verbose", dest="all_skipped", action="store_true", help="list every skipped line"
     )
-    imp.set_defaults(handler=cmd_import, with_memory=True, embeds=True)
+    imp.set_defaults(
+        handler=cmd_import,
+        with_memory=True,
+        embeds=True,
+        # Issue 33: a stopped import says so and exits non-zero (a worker's SIGTERM is its normal end).
+        when_stopped="import stopped: what was stored stays; run the same import again to add the rest",
+    )
 
     recall = commands.add_parser(
         "recall",
