@@ -51,6 +51,7 @@ from memory.conversations import (
 )
 from memory.errors import InvalidInputError, UserFacingError
 from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport, MemoryFormation
+from memory.formation.import_held import HeldIn, conversations_holding
 from memory.formation.moments import storable_moment
 from memory.llm import LLMUnavailableError
 from memory.owners.personality_fields import slugify
@@ -498,17 +499,18 @@ class _Filing:
         """File and store a batch of lines; how many messages were new."""
         personalities = [await self._personality(line) for line in batch]
         stored = await self._stored_answers(batch, personalities)
+        held = await conversations_holding(self._session, personalities, batch, self._conversations)
         here: dict[tuple[int, str], list[_Filed]] = {}  # this batch's lines so far, by id
         by_conversation: dict[int, list[tuple[int, LoggedMessage]]] = {}
         for line, personality in zip(batch, personalities, strict=True):
             answered: _Filed | None = None
             if line.role is MessageRole.USER:
-                filed = await self._file_user_line(line, personality)
+                filed = await self._file_user_line(line, personality, held)
                 author_id = filed.user_id
             else:
                 named = (personality.id, line.reply_to or "")
                 answered = self._answered(line, personality, [*stored.get(named, []), *here.get(named, [])])
-                filed = await self._file_reply(line, personality, answered)
+                filed = await self._file_reply(line, personality, answered, held)
                 author_id = personality.author_id
             here.setdefault((personality.id, line.id), []).append(filed)
             message = LoggedMessage(
@@ -537,14 +539,15 @@ class _Filing:
                 ) from None
         return new
 
-    async def _file_user_line(self, line: TranscriptLine, personality: _Personality) -> _Filed:
-        """Where a user line goes: its venue's conversation; it is the latest line of that venue now."""
+    async def _file_user_line(self, line: TranscriptLine, personality: _Personality, held: HeldIn) -> _Filed:
+        """Where a user line goes: the conversation holding it (import_held), else its venue's; the latest."""
         user_id = line.user_id or self._default_user_id
         if user_id is None:
             raise InvalidInputError(f"line {line.line_no}: user message has no user_id; pass --user ID")
         self._last_user = user_id
         venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-        conversation_id = await self._conversation(personality.id, venue)
+        where = (personality.id, line.id, venue.key)
+        conversation_id = held.get(where) or await self._conversation(personality.id, venue)
         filed = _Filed(
             personality.id, line.id, line.role.value, conversation_id, user_id, line.guild_id, line.channel_id
         )
@@ -554,7 +557,7 @@ class _Filing:
         return filed
 
     async def _file_reply(
-        self, line: TranscriptLine, personality: _Personality, answered: _Filed | None
+        self, line: TranscriptLine, personality: _Personality, answered: _Filed | None, held: HeldIn
     ) -> _Filed:
         """Where a reply goes: with the line it answers, else in the venue it names, of the last user."""
         if answered is not None:
@@ -566,7 +569,8 @@ class _Filing:
                     f"line {line.line_no}: reply before any user message and no --user to attribute it to"
                 )
             venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-            conversation_id = await self._conversation(personality.id, venue)
+            where = (personality.id, line.id, venue.key)  # a greeting, held where it was imported
+            conversation_id = held.get(where) or await self._conversation(personality.id, venue)
         return _Filed(personality.id, line.id, line.role.value, conversation_id, user_id, None, None)
 
     def _answered(
