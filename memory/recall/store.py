@@ -316,9 +316,14 @@ class MemoryStore:
             self._collection_ready = True
         return self.index
 
-    async def recreate_index(self) -> None:
-        """An empty collection for the embedder's dimension (a full rebuild follows)."""
-        await self.index.recreate(self.embedder.dimension)
+    async def rebuild_index(self) -> VectorIndex:
+        """An empty collection for the embedder's dimension beside the serving one (VectorIndex.rebuild),
+        to fill and then `swap_in`; the serving one need not fit the embedder (a new model)."""
+        return await self.index.rebuild(self.embedder.dimension)
+
+    async def swap_in(self, rebuilt: VectorIndex) -> None:
+        """Serve from the rebuilt collection from now on."""
+        await self.index.swap_in(rebuilt)
         self._collection_ready = True
 
     async def write_points(

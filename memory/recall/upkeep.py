@@ -81,14 +81,14 @@ async def reindex(
         query = query.where(Memory.personality_id == personality_id)
     async with store.sessionmaker() as session:
         live = set((await session.scalars(query)).all())
-    serving = await store.ready()
-    if personality_id is None:
-        target = await serving.rebuild(store.embedder.dimension)
+    rebuilding = personality_id is None
+    if rebuilding:
+        target = await store.rebuild_index()
     else:
-        target = serving
-        stale = await serving.ids(personality_id) - live
+        target = await store.ready()
+        stale = await target.ids(personality_id) - live
         if stale:
-            await serving.delete(sorted(stale))
+            await target.delete(sorted(stale))
     ordered = sorted(live)
     written: list[uuid.UUID] = []
     unindexable: list[uuid.UUID] = []
@@ -101,14 +101,14 @@ async def reindex(
         refused = set(await store.write_points(points, index=target))
         unindexable += [*unbuildable, *refused]
         done = [p.id for p in points if p.id not in refused]
-        if target is serving:
+        if not rebuilding:
             await _mark_indexed(store, done)
         else:
             written += done  # marked once the new index serves: until then the old one does
         if progress is not None:
             progress(len(memories))
-    if target is not serving:
-        await serving.swap_in(target)
+    if rebuilding:
+        await store.swap_in(target)
         for start in range(0, len(written), batch * 16):
             await _mark_indexed(store, written[start : start + batch * 16])
     async with store.sessionmaker.begin() as session:
