@@ -84,3 +84,34 @@ def test_every_key_of_a_big_book_is_found_in_one_pass() -> None:
         book, ["I went to place19999 and saw thing7"], default_scan_depth=2, char="K", user="U"
     )
     assert sorted(lore.text for lore in found) == ["Fact number 19999.", "Fact number 7."]
+
+
+def test_a_card_of_almost_4_mb_exported_to_png_and_json_imports_again(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33, item 3: a 3.98 MB card exported as PNG (two base64 copies of it) and as indented JSON
+    was refused by `personality import` (over 8 MiB; over 4 MiB of JSON)."""
+    book = [
+        {"keys": [f"k{n}x{k}" for k in range(30)], "content": f"{n} " + "lore " * 720}
+        for n in range(MAX_ENTRIES)
+    ]
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {"name": "Big", "character_book": {"entries": book}},
+    }
+    source = cli_env / "big.json"
+    source.write_text(json.dumps(card, separators=(",", ":")))
+    assert 3_900_000 < source.stat().st_size < 4 * 2**20
+    code, _, err = run(capsys, "personality", "import", str(source))
+    assert code == 0, err
+    png, indented = cli_env / "big.png", cli_env / "big-again.json"
+    assert run(capsys, "personality", "export", "big", "-o", str(png))[0] == 0
+    assert run(capsys, "personality", "export", "big", "-o", str(indented))[0] == 0
+    assert png.stat().st_size > 8 * 2**20 and indented.stat().st_size > 4 * 2**20  # what used to be refused
+    for name, path in (("png", png), ("json", indented)):
+        code, out, err = run(
+            capsys, "personality", "import", str(path), "--name", f"big-{name}", "--display-name", f"B {name}"
+        )
+        assert code == 0, err
+        assert f"lorebook ({MAX_ENTRIES} entries)" in out

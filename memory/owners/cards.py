@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 from memory.conversations import storable_text
 from memory.errors import InvalidInputError
 from memory.owners.card_png import (
+    MAX_CARD_CHUNK_TEXT,
     MAX_CARD_JSON_BYTES,
     card_text_from_png,
     is_png,
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from models import Personality
 
 MAX_CARD_FILE_BYTES = 8 * 1024 * 1024
+# What `export_png` writes for the largest card: two base64 copies of it (chara, ccv3) and the picture.
+MAX_CARD_PNG_BYTES = MAX_CARD_FILE_BYTES + 2 * MAX_CARD_CHUNK_TEXT
 MAX_CARD_TEXT = 50_000
 MAX_CARD_SHORT_TEXT = 200
 MAX_CARD_LIST = 200
@@ -211,7 +214,8 @@ def _decode_chunk_text(text: str) -> bytes:
 
 
 def _load_json(raw: bytes) -> dict[str, Any]:
-    if len(raw) > MAX_CARD_JSON_BYTES:
+    # The JSON limit is on the card written compactly: an export is indented (issue 33).
+    if len(raw) > MAX_CARD_JSON_BYTES and len(_compact(raw)) > MAX_CARD_JSON_BYTES:
         raise InvalidInputError(f"The card is over {MAX_CARD_JSON_BYTES // 2**20} MiB of JSON.")
     try:
         text = raw.decode("utf-8-sig")
@@ -245,6 +249,14 @@ def _avatar_url(card: dict[str, Any], data: dict[str, Any]) -> str | None:
     return None
 
 
+def _compact(raw: bytes) -> bytes:
+    """The JSON without the whitespace between its tokens (raw unchanged when it is no JSON)."""
+    try:
+        return json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":")).encode()
+    except (ValueError, RecursionError):
+        return raw
+
+
 def _card_body(card: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     """(spec, the card's fields, where they are) of a card's JSON object."""
     spec = card.get("spec")
@@ -268,9 +280,9 @@ def _empty(value: Any) -> bool:
 
 def parse_card(data: bytes) -> ParsedCard:
     """Read a card from a JSON or PNG file's bytes; InvalidInputError names what is wrong with it."""
-    if len(data) > MAX_CARD_FILE_BYTES:
-        raise InvalidInputError(f"The card file is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
     image = data if is_png(data) else None
+    if len(data) > (limit := MAX_CARD_PNG_BYTES if image else MAX_CARD_FILE_BYTES):
+        raise InvalidInputError(f"The card file is over {limit // 2**20} MiB.")
     card = _load_json(_decode_chunk_text(card_text_from_png(data)) if image else data)
     spec, body, prefix = _card_body(card)
     body, dropped = cap_lorebook(body)
@@ -287,8 +299,11 @@ def read_card_file(path: Path) -> ParsedCard:
     """Read a card from a file, refusing one over MAX_CARD_FILE_BYTES unread."""
     try:
         size = path.stat().st_size
-        if size > MAX_CARD_FILE_BYTES:
-            raise InvalidInputError(f"{path} is over {MAX_CARD_FILE_BYTES // 2**20} MiB; not a card.")
+        if size > MAX_CARD_FILE_BYTES:  # only a PNG may be larger (MAX_CARD_PNG_BYTES)
+            with path.open("rb") as head:
+                limit = MAX_CARD_PNG_BYTES if is_png(head.read(16)) else MAX_CARD_FILE_BYTES
+            if size > limit:
+                raise InvalidInputError(f"{path} is over {limit // 2**20} MiB; not a card.")
         data = path.read_bytes()
     except FileNotFoundError:
         raise InvalidInputError(f"No such file: {path}") from None
