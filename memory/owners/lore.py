@@ -297,6 +297,8 @@ def _matching(entry: LoreEntry, scan: LoreScan, *, recursion_only: bool) -> str 
     def text(case_sensitive: bool) -> str:
         return scan.text(entry.scan_depth, case_sensitive=case_sensitive, recursion_only=recursion_only)
 
+    if not scan.may_match(entry, text(entry.case_sensitive)):
+        return None  # none of its plain keys is in the text, and it has no regex key
     primary = next((k for k in entry.keys if _key_found(k, entry, text, scan)), None)
     if primary is None:
         return None

@@ -86,6 +86,17 @@ def _automaton(needles: frozenset[str]) -> ahocorasick.Automaton | None:
     return automaton
 
 
+@functools.lru_cache(maxsize=8192)
+def _plain_needles(
+    keys: tuple[str, ...], use_regex: bool, case_sensitive: bool
+) -> tuple[frozenset[str], bool]:
+    """Keys' plain ones as looked for, and whether one is a regex (kept for the books in use)."""
+    if use_regex:
+        return frozenset(), bool(keys)
+    plain = [k for k in keys if not _REGEX_KEY.match(k)]
+    return frozenset(k if case_sensitive else k.lower() for k in plain), len(plain) < len(keys)
+
+
 def _is_word_char(text: str, at: int) -> bool:
     # As `re`'s \w: letters, digits and the underscore (str.isalnum covers Unicode letters and digits).
     return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
@@ -120,20 +131,28 @@ class LoreScan:
         self._default_depth = default_depth
         self._chat: dict[tuple[int, bool], str] = {}
         self._found: dict[str, KeysFound] = {}
+        self._texts: dict[tuple[int | None, bool, bool, int], str] = {}
         self.recursion: list[str] = []  # the text of the entries that activate others
         self._deadline = time.monotonic() + REGEX_SCAN_SECONDS
         self.timed_out: list[str] = []
         self._automaton = _automaton(
-            frozenset(
-                plain_needle(key, entry)
-                for entry in entries
-                for key in (*entry.keys, *entry.secondary_keys)
-                if not is_regex_key(key, entry)
+            frozenset().union(
+                *(
+                    _plain_needles(keys, entry.use_regex, entry.case_sensitive)[0]
+                    for entry in entries
+                    for keys in (entry.keys, entry.secondary_keys)
+                )
             )
         )
 
     def text(self, depth: int | None, *, case_sensitive: bool, recursion_only: bool) -> str:
         """The newest `depth` messages (the book's depth when None), then the recursion text."""
+        key = (depth, case_sensitive, recursion_only, len(self.recursion))
+        if key not in self._texts:  # asked for by every key of every entry: joined once
+            self._texts[key] = self._text(depth, case_sensitive=case_sensitive, recursion_only=recursion_only)
+        return self._texts[key]
+
+    def _text(self, depth: int | None, *, case_sensitive: bool, recursion_only: bool) -> str:
         depth = min(MAX_SCAN_DEPTH, depth if depth is not None else self._default_depth)
         if (depth, case_sensitive) not in self._chat:
             joined = "\n".join(self._recent[len(self._recent) - depth :] if depth else [])
@@ -141,6 +160,12 @@ class LoreScan:
         parts = [] if recursion_only else [self._chat[(depth, case_sensitive)]]
         parts += self.recursion if case_sensitive else [text.lower() for text in self.recursion]
         return "\n".join(parts)
+
+    def may_match(self, entry: LoreEntry, text: str) -> bool:
+        """False when the entry has no regex key and none of its plain keys occurs in the text at all:
+        the automaton's one pass answers for it, with no search of its own."""
+        needles, has_regex = _plain_needles(entry.keys, entry.use_regex, entry.case_sensitive)
+        return has_regex or not self.found(text).anywhere.isdisjoint(needles)
 
     def found(self, text: str) -> KeysFound:
         """The plain keys in this text, found in one pass and kept for the other entries scanning it."""
