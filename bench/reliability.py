@@ -84,6 +84,11 @@ How the harder cases are arranged:
   real HTTP server and gateway on 127.0.0.1, on the area's runtime; users say things while it is away
   (in the channels' history, no event), Discord refuses requests as it does (a status and an error
   body), and what users would see is read back beside the log and the memories.
+- **Poison** (issue 33): one bad input must not stop everyone. A transcript dated
+  0001-01-01T00:00:00Z (which PostgreSQL's driver used to read back naive) is imported beside another
+  personality's; `personae reindex` is SIGKILLed while its first embedding request is stalled by the
+  model, and the old index must keep serving; a card with a 20,000-entry lorebook is imported (the
+  first 1,000 kept) and a reply's lore work is timed as ChatService runs it, off the event loop.
 """
 
 

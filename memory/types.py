@@ -45,11 +45,13 @@ class MessageRole(enum.StrEnum):
 
 
 class MemoryState(enum.StrEnum):
-    """How far a memory got: written to Postgres, searchable in the index, or deleted."""
+    """How far a memory got: written to Postgres, searchable in the index, or deleted; set aside when
+    its point could not be built or written (counted, retried by `personae reindex`)."""
 
     FORMED = "formed"
     INDEXED = "indexed"
     DELETED = "deleted"
+    SET_ASIDE = "set_aside"
 
 
 @dataclass(frozen=True, slots=True)

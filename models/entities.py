@@ -283,7 +283,7 @@ class Memory(Base):
 
     __table_args__ = (
         CheckConstraint("mode IN ('verbatim', 'summarized', 'hybrid')", name="mode"),
-        CheckConstraint("state IN ('formed', 'indexed', 'deleted')", name="state"),
+        CheckConstraint("state IN ('formed', 'indexed', 'deleted', 'set_aside')", name="state"),
         CheckConstraint(
             "summary_fallback IN ('no_model', 'config', 'unreachable', 'refused', 'invented', "
             "'other_user', 'unparseable')",

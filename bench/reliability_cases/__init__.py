@@ -25,6 +25,7 @@ CASE_MODULES = (
     "crash",
     "database",
     "index",
+    "poison",
     "workers",
     "isolation",
     "bad_chat",

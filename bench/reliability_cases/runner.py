@@ -24,6 +24,7 @@ AREA_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "crash": {"runtime": False},
     "database": {"runtime": False},
     "index": {"runtime": False},
+    "poison": {"runtime": False},
     "workers": {"runtime": False},
     "large-imports": {"runtime": False},
 }

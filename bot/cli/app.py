@@ -158,6 +158,15 @@ def collect_garbage_from_now() -> None:
     gc.enable()
 
 
+def _stopped(args: argparse.Namespace, signal_name: str, status: int) -> int:
+    """A command that says how it was stopped (its `when_stopped`) does so and exits `status`; 0 else."""
+    said = getattr(args, "when_stopped", None)
+    if said is None:
+        return 0
+    print(f"personae: {said} ({signal_name}).", file=sys.stderr)
+    return status
+
+
 def _run_command(argv: Sequence[str] | None) -> int:
     if (undecodable := undecodable_argument(sys.argv[1:] if argv is None else argv)) is not None:
         print(f"personae: {undecodable}", file=sys.stderr)
@@ -199,9 +208,9 @@ def _run_command(argv: Sequence[str] | None) -> int:
         print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return _stopped(args, "Ctrl-C", 130) or 130
     except asyncio.CancelledError:  # SIGTERM (stop_on_sigterm): asked to stop, and stopped in order
-        return 0
+        return _stopped(args, "SIGTERM", 143)
     except Exception as exc:
         explained = explain_connection_error(exc, settings)
         if explained is None:

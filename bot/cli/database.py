@@ -65,7 +65,28 @@ def cmd_db_status(args: argparse.Namespace, settings: BotSettings) -> int:
         )
         url = server.url()
     print(f"schema:   {asyncio.run(_schema_revision(url))}")
+    if (aside := asyncio.run(_set_aside(url))) is not None:
+        print(f"memories: {aside} set aside (could not be indexed, see the log; `personae reindex` retries)")
     return 0
+
+
+async def _set_aside(url: str) -> int | None:
+    """Memories that could not be indexed (issue 33); None before the schema exists."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from models.database import asyncpg_url, create_engine
+
+    engine = create_engine(asyncpg_url(url))
+    try:
+        async with engine.connect() as connection:
+            return int(
+                await connection.scalar(text("SELECT count(*) FROM memories WHERE state = 'set_aside'")) or 0
+            )
+    except DBAPIError:
+        return None
+    finally:
+        await engine.dispose()
 
 
 async def _schema_revision(url: str) -> str:

@@ -66,7 +66,13 @@ def add_commands(commands: Subcommands) -> None:
     imp.add_argument(
         "-v", "--verbose", dest="all_skipped", action="store_true", help="list every skipped line"
     )
-    imp.set_defaults(handler=cmd_import, with_memory=True, embeds=True)
+    imp.set_defaults(
+        handler=cmd_import,
+        with_memory=True,
+        embeds=True,
+        # Issue 33: a stopped import says so and exits non-zero (a worker's SIGTERM is its normal end).
+        when_stopped="import stopped: what was stored stays; run the same import again to add the rest",
+    )
 
     recall = commands.add_parser(
         "recall",
@@ -160,7 +166,7 @@ def likely_format(text: str) -> str | None:
         if raw.strip():
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep (issue 33)
                 return None
             if not isinstance(record, dict):
                 return None
@@ -312,6 +318,7 @@ async def cmd_reindex(args: argparse.Namespace, runtime: Runtime) -> None:
         drift = await memory.check_drift(personality_id=personality_id)
         print(f"memories in PostgreSQL: {drift.in_postgres}; points in index: {drift.in_index}")
         print(f"missing from index: {drift.missing_from_index}; stale in index: {drift.stale_in_index}")
+        print(f"set aside (could not be indexed, see the log): {drift.set_aside}")
         print("drift found: run `personae reindex` to repair" if drift.drift else "no drift")
         if drift.drift:
             raise SystemExit(1)

@@ -215,3 +215,8 @@ def print_stats(stats: MemoryStats) -> None:
         f"pending: {stats.pending_messages} messages not yet remembered, "
         f"{stats.unindexed_memories} memories not yet indexed"
     )
+    if stats.set_aside_memories:  # issue 33: rows that could not be indexed, never blocking the rest
+        print(
+            f"set aside: {stats.set_aside_memories} memories could not be indexed (see the log); "
+            "`personae reindex` tries them again"
+        )

@@ -197,8 +197,9 @@ async def cmd_memory_forget(args: argparse.Namespace, runtime: Runtime) -> None:
             raise CommandError(f"User {user} has no memory with id {memory_id}")
         print("Forgotten. It will not come back in recall.")
         return
-    existing = (await memory.stats(personality_id=p.id if p else None, user_id=user)).memories
-    if not existing:
+    stats = await memory.stats(personality_id=p.id if p else None, user_id=user)
+    existing = stats.memories
+    if not existing and not stats.pending_messages:  # pending: still forming, forgotten too (issue 33)
         print(f"No memories {_of(user, p)}.")
         return
     if not confirm(f"Delete all {existing} memories {_of(user, p)}? This cannot be undone.", yes=args.yes):

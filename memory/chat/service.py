@@ -17,14 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
+from memory.chat.card_parts import build_context_off_loop, card_parts_off_loop
 from memory.chat.missed import MissedMessageLog, MissedPlace, deserves_answer
 from memory.chat.prompt import (
     BuiltContext,
-    CardParts,
     ContextBudget,
     HistoryMessage,
     PromptPersona,
-    build_context,
 )
 from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
@@ -297,14 +296,14 @@ class ChatService:
         ] or [HistoryMessage(role="user", content=request.text, author_name=request.user_name)]
         memories = await recall if recall is not None else []
         answered = personas.get(request.user_id)
-        card = CardParts.of(
+        card = await card_parts_off_loop(  # issue 33: a big lorebook holds no other reply
             prepared.personality.card,
             display_name=prepared.personality.display_name,
             recent=[m.content for m in history],
             user=(user := answered.name if answered is not None else request.user_name),
             default_scan_depth=self.lore_scan_depth,
         )
-        built = build_context(
+        built = await build_context_off_loop(
             system_prompt=fill_user(prepared.personality.system_prompt, user),  # a card's {{user}}
             user_name=request.user_name,
             memories=[m.text_with_context for m in memories],

@@ -31,7 +31,7 @@ from memory.formation.repeats import screen_batch
 from memory.formation.shaping import Shaped, memory_row, shape_exchanges
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.owners.model_configs import ModelConfigResolver
-from memory.recall.store import MemoryStore, memory_point, upsert_memories
+from memory.recall.store import MemoryStore, memory_points, upsert_memories
 from memory.types import MemoryMode, MessageRole, ProgressCallback
 from models import Conversation, Message, Personality, UserSettings
 
@@ -326,12 +326,10 @@ class MemoryFormation:
             await screened.apply(session, conversation.id)
             await mark_remembered(session, conversation.id, batch.done)
         # Only rows actually written are indexed: a forgotten memory's tombstone was left alone.
-        points = [
-            memory_point(row, v)
-            for row, v in zip(screened.rows, screened.vectors, strict=True)
-            if row["id"] in written
+        kept = [
+            (row, v) for row, v in zip(screened.rows, screened.vectors, strict=True) if row["id"] in written
         ]
-        await self._store.index_points(points)
+        await self._store.index_points(*memory_points([r for r, _ in kept], [v for _, v in kept]))
         # Keyed again with the messages that said them again.
         await self._store.rewrite_points(
             sorted(i for i, again in screened.reinforced.items() if again.sources)

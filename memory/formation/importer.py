@@ -51,6 +51,8 @@ from memory.conversations import (
 )
 from memory.errors import InvalidInputError, UserFacingError
 from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport, MemoryFormation
+from memory.formation.import_held import HeldIn, conversations_holding
+from memory.formation.moments import storable_moment
 from memory.llm import LLMUnavailableError
 from memory.owners.personality_fields import slugify
 from memory.recall.store import forget_rows
@@ -157,7 +159,7 @@ def json_object(line_no: int, raw: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"line {line_no}: not valid JSON ({exc.msg})") from None
     except RecursionError:
-        raise InvalidInputError(f"line {line_no}: JSON nested too deeply") from None
+        raise InvalidInputError(f"line {line_no}: JSON nested too deeply for a transcript line") from None
     except ValueError:  # Python's own limit on the digits of an integer it converts
         limit = sys.get_int_max_str_digits()
         raise InvalidInputError(
@@ -223,14 +225,9 @@ def _timestamp(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise PydanticCustomError("timestamp", "'timestamp' is not ISO-8601") from None
-    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    try:
-        moment.astimezone(UTC)
-    except OverflowError:
-        raise PydanticCustomError(
-            "timestamp", "'timestamp' is out of range (years 1 to 9999 in UTC)"
-        ) from None
-    return moment
+    if (stored := storable_moment(moment)) is None:
+        raise PydanticCustomError("timestamp", "'timestamp' is out of range (years 1 to 9999 in UTC)")
+    return stored
 
 
 def _message_id(value: Any, info: ValidationInfo) -> str:
@@ -502,17 +499,18 @@ class _Filing:
         """File and store a batch of lines; how many messages were new."""
         personalities = [await self._personality(line) for line in batch]
         stored = await self._stored_answers(batch, personalities)
+        held = await conversations_holding(self._session, personalities, batch, self._conversations)
         here: dict[tuple[int, str], list[_Filed]] = {}  # this batch's lines so far, by id
         by_conversation: dict[int, list[tuple[int, LoggedMessage]]] = {}
         for line, personality in zip(batch, personalities, strict=True):
             answered: _Filed | None = None
             if line.role is MessageRole.USER:
-                filed = await self._file_user_line(line, personality)
+                filed = await self._file_user_line(line, personality, held)
                 author_id = filed.user_id
             else:
                 named = (personality.id, line.reply_to or "")
                 answered = self._answered(line, personality, [*stored.get(named, []), *here.get(named, [])])
-                filed = await self._file_reply(line, personality, answered)
+                filed = await self._file_reply(line, personality, answered, held)
                 author_id = personality.author_id
             here.setdefault((personality.id, line.id), []).append(filed)
             message = LoggedMessage(
@@ -541,14 +539,15 @@ class _Filing:
                 ) from None
         return new
 
-    async def _file_user_line(self, line: TranscriptLine, personality: _Personality) -> _Filed:
-        """Where a user line goes: its venue's conversation; it is the latest line of that venue now."""
+    async def _file_user_line(self, line: TranscriptLine, personality: _Personality, held: HeldIn) -> _Filed:
+        """Where a user line goes: the conversation holding it (import_held), else its venue's; the latest."""
         user_id = line.user_id or self._default_user_id
         if user_id is None:
             raise InvalidInputError(f"line {line.line_no}: user message has no user_id; pass --user ID")
         self._last_user = user_id
         venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-        conversation_id = await self._conversation(personality.id, venue)
+        where = (personality.id, line.id, venue.key)
+        conversation_id = held.get(where) or await self._conversation(personality.id, venue)
         filed = _Filed(
             personality.id, line.id, line.role.value, conversation_id, user_id, line.guild_id, line.channel_id
         )
@@ -558,7 +557,7 @@ class _Filing:
         return filed
 
     async def _file_reply(
-        self, line: TranscriptLine, personality: _Personality, answered: _Filed | None
+        self, line: TranscriptLine, personality: _Personality, answered: _Filed | None, held: HeldIn
     ) -> _Filed:
         """Where a reply goes: with the line it answers, else in the venue it names, of the last user."""
         if answered is not None:
@@ -570,7 +569,8 @@ class _Filing:
                     f"line {line.line_no}: reply before any user message and no --user to attribute it to"
                 )
             venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-            conversation_id = await self._conversation(personality.id, venue)
+            where = (personality.id, line.id, venue.key)  # a greeting, held where it was imported
+            conversation_id = held.get(where) or await self._conversation(personality.id, venue)
         return _Filed(personality.id, line.id, line.role.value, conversation_id, user_id, None, None)
 
     def _answered(

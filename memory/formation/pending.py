@@ -22,8 +22,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from memory.conversations import LoggedMessage
 from memory.formation.exchanges import CONTEXT_MESSAGES, Grouping, group_exchanges
+from memory.formation.repeats import FORGOTTEN
 from memory.types import MessageRole
-from models import Message
+from models import Conversation, Message
 
 USER = MessageRole.USER.value
 REPLY = MessageRole.ASSISTANT.value
@@ -131,6 +132,22 @@ async def mark_remembered(session: AsyncSession, conversation_id: int, external_
             )
             .values(memory_processed_at=func.now())
         )
+
+
+async def cancel_pending(session: AsyncSession, *, user_id: str, personality_id: int | None) -> int:
+    """Mark the user's messages not yet remembered (pending, or held back by an outage and retried) as
+    forgotten, of one personality or all: `forget all` forgets what was said, formed or not (issue 33).
+    The replies to them form nothing either (`read_ready` passes over replies to excluded lines)."""
+    where = [
+        Message.author_id == user_id,
+        Message.memory_processed_at.is_(None),
+        Message.memory_excluded.is_(None),
+    ]
+    if personality_id is not None:
+        owned = select(Conversation.id).where(Conversation.personality_id == personality_id)
+        where.append(Message.conversation_id.in_(owned))
+    result = await session.execute(update(Message).where(*where).values(memory_excluded=FORGOTTEN))
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def _pending(in_flight: Collection[str]) -> ColumnElement[bool]:

@@ -35,6 +35,7 @@ from memory.formation.importer import (
     jsonl_lines,
     line_error,
 )
+from memory.formation.moments import storable_moment
 from memory.types import MessageRole
 
 _EPOCH = re.compile(r"\d{9,14}(\.\d+)?")
@@ -93,12 +94,7 @@ def parse_send_date(value: Any) -> datetime | None:
                 continue
     if moment is None:
         return None
-    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    try:
-        moment.astimezone(UTC)  # stored in UTC: past year 9999 there, it is no date a chat was sent
-    except OverflowError:
-        return None
-    return moment
+    return storable_moment(moment)
 
 
 def _name(value: Any) -> str | None:

@@ -53,6 +53,7 @@ class MemoryStats:
     rows: list[ModeStats]
     pending_messages: int
     unindexed_memories: int
+    set_aside_memories: int = 0  # could not be indexed (memory.recall.store.set_aside)
     fallbacks: dict[str, int] = field(default_factory=dict)  # extractive summaries by reason
 
     @property
@@ -144,15 +145,19 @@ async def memory_stats(
         .group_by(Memory.summary_fallback)
     )
     unindexed = select(func.count(Memory.id)).where(Memory.state == MemoryState.FORMED.value)
+    aside = select(func.count(Memory.id)).where(Memory.state == MemoryState.SET_ASIDE.value)
     if personality_id is not None:
         unindexed = unindexed.where(Memory.personality_id == personality_id)
+        aside = aside.where(Memory.personality_id == personality_id)
     async with store.sessionmaker() as session:
         rows = (await session.execute(query)).all()
         fallbacks = {str(reason): int(count) for reason, count in (await session.execute(reasons)).all()}
         unindexed_count = int(await session.scalar(unindexed) or 0)
+        aside_count = int(await session.scalar(aside) or 0)
     return MemoryStats(
         rows=[ModeStats(r[0], r[1], r[2], int(r[3]), int(r[4]), int(r[5]), r[6]) for r in sorted(rows)],
         pending_messages=await pending_message_count(store, personality_id, user_id),
         unindexed_memories=unindexed_count,
+        set_aside_memories=aside_count,
         fallbacks=fallbacks,
     )

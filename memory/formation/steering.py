@@ -25,6 +25,7 @@ from memory.errors import InvalidInputError, NotFoundError, PermissionDeniedErro
 from memory.formation.corrections import pin_rows
 from memory.formation.forgotten import FORGOTTEN_CLAIM, clear_claims, memory_claims, remember_claims
 from memory.formation.forming import CLAIM_LOCK_SPACE, FormationReport
+from memory.formation.pending import cancel_pending
 from memory.formation.repeats import FORGOTTEN
 from memory.recall.store import MemoryStore, forget_rows
 from memory.types import MemoryState, MessageRole
@@ -195,6 +196,7 @@ async def forget_memories(
         forgotten = await forget_rows(session, *conditions)
         if memory_ids is None:
             await clear_claims(session, user_id=user_id, personality_id=personality_id)
+            await cancel_pending(session, user_id=user_id, personality_id=personality_id)  # issue 33
         await remember_claims(store, session, claims, kind=FORGOTTEN_CLAIM)
     await store.drop_points(forgotten)
     return len(forgotten)

@@ -27,14 +27,16 @@ from pydantic_core import PydanticCustomError
 from memory.conversations import storable_text
 from memory.errors import InvalidInputError
 from memory.owners.card_png import (
+    MAX_CARD_CHUNK_TEXT,
     MAX_CARD_JSON_BYTES,
     card_text_from_png,
     is_png,
     plain_picture,
     png_with_cards,
 )
-from memory.owners.card_prompt import ComposedPrompt, card_chat, compose_prompt
-from memory.owners.lore import read_lorebook, unsupported_features
+from memory.owners.card_prompt import ComposedPrompt, compose_prompt
+from memory.owners.card_report import CardReport, card_report
+from memory.owners.lore_cap import cap_lorebook
 from memory.owners.personality_fields import LookAlikeNameError, slugify, validate_avatar_url
 from memory.types import MemoryMode
 
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from models import Personality
 
 MAX_CARD_FILE_BYTES = 8 * 1024 * 1024
+# What `export_png` writes for the largest card: two base64 copies of it (chara, ccv3) and the picture.
+MAX_CARD_PNG_BYTES = MAX_CARD_FILE_BYTES + 2 * MAX_CARD_CHUNK_TEXT
 MAX_CARD_TEXT = 50_000
 MAX_CARD_SHORT_TEXT = 200
 MAX_CARD_LIST = 200
@@ -175,6 +179,7 @@ class ParsedCard:
     avatar_url: str | None
     # The PNG the card came in, if it came in one: the character's picture.
     image: bytes | None
+    lore_dropped: int = 0  # lorebook entries past MAX_ENTRIES, left out (memory.owners.lore_cap)
 
     @property
     def version(self) -> str:
@@ -209,7 +214,8 @@ def _decode_chunk_text(text: str) -> bytes:
 
 
 def _load_json(raw: bytes) -> dict[str, Any]:
-    if len(raw) > MAX_CARD_JSON_BYTES:
+    # The JSON limit is on the card written compactly: an export is indented (issue 33).
+    if len(raw) > MAX_CARD_JSON_BYTES and len(_compact(raw)) > MAX_CARD_JSON_BYTES:
         raise InvalidInputError(f"The card is over {MAX_CARD_JSON_BYTES // 2**20} MiB of JSON.")
     try:
         text = raw.decode("utf-8-sig")
@@ -243,6 +249,14 @@ def _avatar_url(card: dict[str, Any], data: dict[str, Any]) -> str | None:
     return None
 
 
+def _compact(raw: bytes) -> bytes:
+    """The JSON without the whitespace between its tokens (raw unchanged when it is no JSON)."""
+    try:
+        return json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":")).encode()
+    except (ValueError, RecursionError):
+        return raw
+
+
 def _card_body(card: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     """(spec, the card's fields, where they are) of a card's JSON object."""
     spec = card.get("spec")
@@ -266,26 +280,30 @@ def _empty(value: Any) -> bool:
 
 def parse_card(data: bytes) -> ParsedCard:
     """Read a card from a JSON or PNG file's bytes; InvalidInputError names what is wrong with it."""
-    if len(data) > MAX_CARD_FILE_BYTES:
-        raise InvalidInputError(f"The card file is over {MAX_CARD_FILE_BYTES // 2**20} MiB.")
     image = data if is_png(data) else None
+    if len(data) > (limit := MAX_CARD_PNG_BYTES if image else MAX_CARD_FILE_BYTES):
+        raise InvalidInputError(f"The card file is over {limit // 2**20} MiB.")
     card = _load_json(_decode_chunk_text(card_text_from_png(data)) if image else data)
     spec, body, prefix = _card_body(card)
+    body, dropped = cap_lorebook(body)
     try:
         fields = CardFields.model_validate(body)
     except ValidationError as exc:
         raise _validation_error(exc, prefix) from None
     if not fields.name.strip():
         raise InvalidInputError("The card has no name.")
-    return ParsedCard(spec=spec, fields=fields, avatar_url=_avatar_url(card, body), image=image)
+    return ParsedCard(spec, fields, _avatar_url(card, body), image, lore_dropped=dropped)
 
 
 def read_card_file(path: Path) -> ParsedCard:
     """Read a card from a file, refusing one over MAX_CARD_FILE_BYTES unread."""
     try:
         size = path.stat().st_size
-        if size > MAX_CARD_FILE_BYTES:
-            raise InvalidInputError(f"{path} is over {MAX_CARD_FILE_BYTES // 2**20} MiB; not a card.")
+        if size > MAX_CARD_FILE_BYTES:  # only a PNG may be larger (MAX_CARD_PNG_BYTES)
+            with path.open("rb") as head:
+                limit = MAX_CARD_PNG_BYTES if is_png(head.read(16)) else MAX_CARD_FILE_BYTES
+            if size > limit:
+                raise InvalidInputError(f"{path} is over {limit // 2**20} MiB; not a card.")
         data = path.read_bytes()
     except FileNotFoundError:
         raise InvalidInputError(f"No such file: {path}") from None
@@ -355,7 +373,8 @@ async def create_from_card(
             f"{exc} Give this copy a display name of its own (`display_name:` on Discord, "
             "`--display-name` in the CLI)."
         ) from None
-    return CardImport(personality, prompt, card_report(card, prompt))
+    report = card_report(card.fields, prompt, lore_dropped=card.lore_dropped)
+    return CardImport(personality, prompt, report)
 
 
 def export_card(personality: Personality) -> dict[str, Any]:
@@ -404,101 +423,3 @@ def export_png(personality: Personality, picture: bytes | None = None) -> bytes:
         )
     except InvalidInputError as exc:
         raise InvalidInputError(f"The picture is not a PNG the card can go in: {exc}") from None
-
-
-# ----------------------------------------------------------------------------------- the import report
-
-# The fields a card may bring that never reach the model (the specs keep them from it, or they serve
-# a front-end): kept, and exported back.
-_FOR_PEOPLE = {
-    "creator_notes": "creator notes",
-    "creator_notes_multilingual": "translated creator notes",
-    "tags": "tags",
-    "creator": "creator",
-    "character_version": "character version",
-    "group_only_greetings": "group-only greetings",
-    "source": "source",
-    "creation_date": "creation date",
-    "modification_date": "modification date",
-}
-# Assets whose data lives outside the card's JSON (in a CHARX archive or extra PNG chunks).
-_EMBEDDED = ("embeded://", "embedded://", "__asset:")
-
-
-@dataclass(frozen=True)
-class CardReport:
-    """What an import uses, what it keeps only to export it back, and what it could not keep."""
-
-    used: list[str]
-    unused: list[str]
-    not_kept: list[str]
-
-    def lines(self) -> list[str]:
-        """The report as a few short lines, for the CLI and Discord."""
-        lines = [f"uses:     {', '.join(self.used)}"]
-        if self.unused:
-            lines.append(f"not used: {', '.join(self.unused)} (kept; exported back)")
-        if self.not_kept:
-            lines.append(f"not kept: {', '.join(self.not_kept)}")
-        return lines
-
-
-def _plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word if count == 1 else words or word + 's'}"
-
-
-def card_report(card: ParsedCard, prompt: ComposedPrompt) -> CardReport:
-    """What of the card the personality uses, and what it does not (CardReport)."""
-    f = card.fields
-    used = [
-        label
-        for field, label in (
-            ("system_prompt", "system prompt"),
-            ("description", "description"),
-            ("personality", "personality"),
-            ("scenario", "scenario"),
-        )
-        if getattr(f, field).strip()
-    ]
-    if prompt.examples:
-        used.append(
-            f"{prompt.examples_kept} of {_plural(prompt.examples, 'example dialogue')}"
-            if prompt.examples_left_out
-            else _plural(prompt.examples, "example dialogue")
-        )
-    chat = card_chat(f.model_dump(), f.name)
-    if chat.greetings:
-        used.append(
-            "greeting"
-            + (f" (+{_plural(len(chat.greetings) - 1, 'alternate')})" if len(chat.greetings) > 1 else "")
-        )
-    book = read_lorebook({"character_book": f.character_book})
-    unused = [label for field, label in _FOR_PEOPLE.items() if not _empty(getattr(f, field))]
-    if book.entries:
-        disabled = sum(not e.enabled for e in book.entries)
-        used.append(
-            f"lorebook ({_plural(len(book.entries), 'entry', 'entries')}"
-            + (f", {disabled} disabled)" if disabled else ")")
-        )
-        unused += [f"lorebook {feature}" for feature in unsupported_features(f.model_dump())]
-    if chat.post_history_instructions.strip():
-        used.append("post-history instructions")
-    if chat.depth_prompt is not None:
-        used.append(f"depth prompt (depth {chat.depth_prompt.depth})")
-    if f.nickname.strip():
-        used.append(f"nickname {f.nickname.strip()!r}")
-    others = sorted(k for k in (f.extensions or {}) if k != "depth_prompt")
-    if others:
-        unused.append("extensions " + ", ".join(others))
-    extras = sorted(f.model_extra or {})
-    if extras:
-        unused.append("other fields " + ", ".join(extras))
-    not_kept = [
-        f"asset {a.get('type', '?')}/{a.get('name', '?')} ({str(a.get('uri'))[:60]}): its file is not stored"
-        for a in f.assets
-        if isinstance(a, dict) and str(a.get("uri", "")).startswith(_EMBEDDED)
-    ]
-    kept_assets = len(f.assets) - len(not_kept)
-    if kept_assets:
-        unused.append(_plural(kept_assets, "asset link"))
-    return CardReport(used=used or ["the default prompt"], unused=unused, not_kept=not_kept)

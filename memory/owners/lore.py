@@ -11,9 +11,9 @@ in a reply), and `match_lore` picks the entries a reply's prompt gets, as SillyT
   (`case_sensitive`, `extensions.match_whole_words`); a key with spaces matches as a phrase;
 - with `selective` and secondary keys, the book's selective logic decides too (SillyTavern's
   `extensions.selectiveLogic`: AND ANY, NOT ALL, NOT ANY, AND ALL);
-- `use_regex` (V3), or a key written `/pattern/flags` (SillyTavern), is a regular expression, run by
-  the `regex` package with a timeout per search and a time budget per reply, so a pattern that
-  backtracks forever costs a fraction of a second and matches nothing;
+- `use_regex` (V3), or a key written `/pattern/flags` (SillyTavern), is a regular expression, run
+  under a timeout per search and a time budget per reply; plain keys are found by one Aho-Corasick
+  pass (memory.owners.lore_scan);
 - `constant` entries are always active, `enabled: false` ones never;
 - with `recursive_scanning`, the text of active entries activates others, for MAX_RECURSION_STEPS;
 - V3 decorators at the start of an entry's text are removed from it; `@@activate`, `@@dont_activate`,
@@ -27,17 +27,14 @@ by `insertion_order`, before or after the character definition or at a depth of 
 from __future__ import annotations
 
 import enum
-import functools
 import logging
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import regex
-
 from memory.owners.card_prompt import DEFAULT_DEPTH, depth_of, fill_chat_macros, role_of
+from memory.owners.lore_scan import LoreScan, is_regex_key, key_pattern, plain_needle
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +42,8 @@ MAX_ENTRIES = 1000
 MAX_KEYS = 100
 MAX_KEY_CHARS = 200
 MAX_CONTENT_CHARS = 50_000
-MAX_SCAN_DEPTH = 100
 MAX_RECURSION_STEPS = 3
-MAX_PATTERN_CHARS = 1000
-# A search that takes longer is given up (no match); so is every regex key once a reply's scan has
-# spent REGEX_SCAN_SECONDS on them, however many entries the book has.
-REGEX_TIMEOUT_SECONDS = 0.02
-REGEX_SCAN_SECONDS = 0.2
 DEFAULT_ORDER = 100
-_REGEX_KEY = re.compile(r"^/(.+)/([a-z]*)$", re.DOTALL)
 _DECORATOR = re.compile(r"^@@(@?)(\w+)[ \t]*(.*)$")
 _DECORATORS_USED = ("activate", "dont_activate", "depth", "role", "scan_depth")
 
@@ -291,86 +281,24 @@ def split_keys(text: str) -> list[str]:
 # ----------------------------------------------------------------------------------- matching
 
 
-@functools.lru_cache(maxsize=512)
-def _compiled(pattern: str, flags: int) -> regex.Pattern[str] | None:
-    if len(pattern) > MAX_PATTERN_CHARS:
-        return None
-    try:
-        return regex.compile(pattern, flags)
-    except (regex.error, ValueError, OverflowError, RecursionError):
-        return None
-
-
-def key_pattern(key: str, entry: LoreEntry) -> regex.Pattern[str] | None:
-    """The regular expression a regex key stands for; None for a plain key, and for a broken pattern
-    (which matches nothing, as the V3 specification requires)."""
-    written = _REGEX_KEY.match(key)
-    if written is not None:
-        pattern, letters = written.groups()
-        flags = (regex.IGNORECASE if "i" in letters else 0) | (regex.DOTALL if "s" in letters else 0)
-        flags |= regex.MULTILINE if "m" in letters else 0
-        return _compiled(pattern, flags)
-    if entry.use_regex:
-        return _compiled(key, 0 if entry.case_sensitive else regex.IGNORECASE)
-    return None
-
-
-def is_regex_key(key: str, entry: LoreEntry) -> bool:
-    return entry.use_regex or _REGEX_KEY.match(key) is not None
-
-
-class _Scan:
-    """One reply's scan: the texts scanned, and the time its regex keys may still take."""
-
-    def __init__(self, recent: Sequence[str], default_depth: int) -> None:
-        self._recent = list(recent)
-        self._default_depth = default_depth
-        self._chat: dict[tuple[int, bool], str] = {}
-        self.recursion: list[str] = []  # the text of the entries that activate others
-        self._deadline = time.monotonic() + REGEX_SCAN_SECONDS
-        self.timed_out: list[str] = []
-
-    def text(self, depth: int | None, *, case_sensitive: bool, recursion_only: bool) -> str:
-        """The newest `depth` messages (the book's depth when None), then the recursion text."""
-        depth = min(MAX_SCAN_DEPTH, depth if depth is not None else self._default_depth)
-        if (depth, case_sensitive) not in self._chat:
-            joined = "\n".join(self._recent[len(self._recent) - depth :] if depth else [])
-            self._chat[(depth, case_sensitive)] = joined if case_sensitive else joined.lower()
-        parts = [] if recursion_only else [self._chat[(depth, case_sensitive)]]
-        parts += self.recursion if case_sensitive else [text.lower() for text in self.recursion]
-        return "\n".join(parts)
-
-    def search(self, pattern: regex.Pattern[str], text: str, key: str) -> bool:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            self.timed_out.append(key)
-            return False
-        try:
-            return pattern.search(text, timeout=min(REGEX_TIMEOUT_SECONDS, left)) is not None
-        except TimeoutError:
-            self.timed_out.append(key)
-            return False
-
-
-def _key_found(key: str, entry: LoreEntry, text: Callable[[bool], str], scan: _Scan) -> bool:
+def _key_found(key: str, entry: LoreEntry, text: Callable[[bool], str], scan: LoreScan) -> bool:
     """Whether the key is in the text scanned; `text(case_sensitive)` gives that text."""
     if is_regex_key(key, entry):
         pattern = key_pattern(key, entry)
         # A regex runs on the text as written: its own flags say whether case counts.
         return pattern is not None and scan.search(pattern, text(True), key)
-    haystack = text(entry.case_sensitive)
-    needle = key if entry.case_sensitive else key.lower()
-    if entry.whole_words and not any(c.isspace() for c in needle):
-        return re.search(rf"(?:^|\W){re.escape(needle)}(?:$|\W)", haystack) is not None
-    return needle in haystack
+    found = scan.found(text(entry.case_sensitive))
+    return found.has(plain_needle(key, entry), whole_words=entry.whole_words)
 
 
-def _matching(entry: LoreEntry, scan: _Scan, *, recursion_only: bool) -> str | None:
+def _matching(entry: LoreEntry, scan: LoreScan, *, recursion_only: bool) -> str | None:
     """Why the entry's keys activate it in this scan, or None."""
 
     def text(case_sensitive: bool) -> str:
         return scan.text(entry.scan_depth, case_sensitive=case_sensitive, recursion_only=recursion_only)
 
+    if not scan.may_match(entry, text(entry.case_sensitive)):
+        return None  # none of its plain keys is in the text, and it has no regex key
     primary = next((k for k in entry.keys if _key_found(k, entry, text, scan)), None)
     if primary is None:
         return None
@@ -395,9 +323,10 @@ def match_lore(
 ) -> list[ActiveLore]:
     """The book's active entries for a reply to `recent` (the conversation's messages, newest last),
     most preferred first: higher `priority`, then higher `insertion_order`, then the book's order."""
-    scan = _Scan(recent, book.scan_depth if book.scan_depth is not None else default_scan_depth)
-    active: dict[int, tuple[LoreEntry, str]] = {}
     candidates = [e for e in book.entries if e.enabled and e.content and e.forced is not False]
+    depth = book.scan_depth if book.scan_depth is not None else default_scan_depth
+    scan = LoreScan(recent, depth, candidates)
+    active: dict[int, tuple[LoreEntry, str]] = {}
     for entry in candidates:
         if entry.forced or entry.constant:
             active[entry.number] = (entry, "decorator @@activate" if entry.forced else "constant")

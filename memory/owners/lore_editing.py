@@ -20,17 +20,15 @@ from memory.owners.lore import (
     MAX_ENTRIES,
     MAX_KEY_CHARS,
     MAX_KEYS,
-    MAX_PATTERN_CHARS,
     Logic,
     Lorebook,
     LoreEntry,
     Position,
-    is_regex_key,
-    key_pattern,
     read_entry,
     read_lorebook,
     split_keys,
 )
+from memory.owners.lore_scan import MAX_PATTERN_CHARS, is_regex_key, key_pattern
 from memory.owners.personalities import PersonalityService
 from models import Personality
 

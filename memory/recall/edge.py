@@ -16,6 +16,7 @@ from typing import Any
 
 import qdrant_edge as edge
 
+from memory.recall.edge_swap import recover_interrupted_swap, swap_shard_folders
 from memory.recall.index import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 _LOCK_FILE = "personae.lock"
 _SHARD_DIR = "shard"
+# `personae reindex` builds the new shard here and swaps it in whole (memory.recall.edge_swap).
+_REBUILD_DIR = "rebuild"
 # Which keyword encoder made the shard's sparse vectors (Edge keeps no metadata of ours).
 _KEYWORDS_FILE = "keyword-encoder"
 # The tenant (the user) is the only field given payload-aware HNSW links: every search filters by
@@ -79,6 +82,7 @@ class EdgeVectorIndex(VectorIndex):
         path.mkdir(parents=True, exist_ok=True)
         self._lock_fd: int | None = _lock_directory(path)
         try:
+            recover_interrupted_swap(self._shard_path, path / _REBUILD_DIR)
             self._shard: edge.EdgeShard | None = self._load_shard(rebuild_if_damaged)
         except BaseException:
             self._release_lock()
@@ -141,6 +145,34 @@ class EdgeVectorIndex(VectorIndex):
             self._shard = await asyncio.to_thread(self._create_shard, dense_dim)
             self._dense_dim = dense_dim
             self._written_since_optimize = 0
+
+    async def rebuild(self, dense_dim: int) -> VectorIndex:
+        """An empty index in a folder beside the shard; this one serves until `swap_in`."""
+        staging = self._path / _REBUILD_DIR
+        await asyncio.to_thread(shutil.rmtree, staging, True)  # what an interrupted rebuild left
+        rebuilt = EdgeVectorIndex(staging, optimize_after=self._optimize_after)
+        await rebuilt.ensure_collection(dense_dim)
+        return rebuilt
+
+    async def swap_in(self, rebuilt: VectorIndex) -> None:
+        """Close the rebuilt index and move its shard into this one's place, then serve from it."""
+        if not isinstance(rebuilt, EdgeVectorIndex) or rebuilt._path != self._path / _REBUILD_DIR:
+            raise ValueError("swap_in takes the index rebuild() returned")
+        dense_dim = rebuilt._dense_dim
+        await rebuilt.close()
+        async with self._setup_lock:
+            if self._optimizing is not None:
+                await asyncio.shield(self._optimizing)
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                await asyncio.to_thread(shard.close)
+            await asyncio.to_thread(swap_shard_folders, rebuilt._shard_path, self._shard_path)
+            (self._path / _KEYWORDS_FILE).write_text(KEYWORD_ENCODER + "\n", encoding="utf-8")
+            self._shard = await asyncio.to_thread(edge.EdgeShard.load, str(self._shard_path))
+            self._dense_dim = dense_dim
+            self._written_since_optimize = 0
+            await asyncio.to_thread(shutil.rmtree, rebuilt._path, True)
+        self._start_optimizing()
 
     def _create_shard(self, dense_dim: int) -> edge.EdgeShard:
         config = edge.EdgeConfig(

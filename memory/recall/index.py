@@ -151,6 +151,21 @@ class VectorIndex(abc.ABC):
     async def recreate(self, dense_dim: int) -> None:
         """Drop every point and start an empty collection of dense_dim (a full rebuild, a new model)."""
 
+    async def rebuild(self, dense_dim: int) -> VectorIndex:
+        """An empty index of dense_dim to fill, which `swap_in` then puts in this one's place.
+
+        A backend that can build one beside itself keeps serving searches from the old points until
+        the swap, so an interrupted rebuild leaves the old index whole (Edge does). This default
+        empties this one in place and returns it.
+        """
+        await self.recreate(dense_dim)
+        return self
+
+    async def swap_in(self, rebuilt: VectorIndex) -> None:
+        """Serve from `rebuilt` (from `rebuild`) from now on."""
+        if rebuilt is not self:
+            raise ValueError("swap_in takes the index rebuild() returned")
+
     async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
         """Every id in the index, or those of one personality."""
         found: set[uuid.UUID] = set()
@@ -282,6 +297,12 @@ class IndexOpenedWhenUsed(VectorIndex):
 
     async def recreate(self, dense_dim: int) -> None:
         await self._opened().recreate(dense_dim)
+
+    async def rebuild(self, dense_dim: int) -> VectorIndex:
+        return await self._opened().rebuild(dense_dim)
+
+    async def swap_in(self, rebuilt: VectorIndex) -> None:
+        await self._opened().swap_in(rebuilt)
 
     async def ids(self, personality_id: int | None = None) -> set[uuid.UUID]:
         return await self._opened().ids(personality_id)

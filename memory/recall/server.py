@@ -67,6 +67,45 @@ class QdrantServerIndex(VectorIndex):
             self._dense_dim = None
             await self._setup(dense_dim)
 
+    async def rebuild(self, dense_dim: int) -> VectorIndex:
+        """A new collection `<name>-<hex>` beside the serving one, which serves until `swap_in` points
+        the name at it (a collection alias). Collections an interrupted rebuild left are dropped."""
+        serving = await self._alias_target()
+        for found in (await self._client.get_collections()).collections:
+            if found.name.startswith(f"{self._collection}-") and found.name != serving:
+                await self._client.delete_collection(found.name)
+        rebuilt = QdrantServerIndex(self._client, f"{self._collection}-{uuid.uuid4().hex[:12]}")
+        await rebuilt.ensure_collection(dense_dim)
+        return rebuilt
+
+    async def swap_in(self, rebuilt: VectorIndex) -> None:
+        """Point the collection name at the rebuilt collection in one alias change, then drop the old
+        one (the first rebuild of a name that is a collection itself drops it first: a moment of none)."""
+        if not isinstance(rebuilt, QdrantServerIndex) or not rebuilt._collection.startswith(
+            f"{self._collection}-"
+        ):
+            raise ValueError("swap_in takes the index rebuild() returned")
+        async with self._setup_lock:
+            old = await self._alias_target()
+            operations: list[Any] = []
+            if old is not None:
+                operations.append(
+                    qm.DeleteAliasOperation(delete_alias=qm.DeleteAlias(alias_name=self._collection))
+                )
+            elif await self._client.collection_exists(self._collection):
+                await self._client.delete_collection(self._collection)
+            alias = qm.CreateAlias(collection_name=rebuilt._collection, alias_name=self._collection)
+            operations.append(qm.CreateAliasOperation(create_alias=alias))
+            await self._client.update_collection_aliases(change_aliases_operations=operations)
+            if old is not None:
+                await self._client.delete_collection(old)
+            self._dense_dim = rebuilt._dense_dim
+
+    async def _alias_target(self) -> str | None:
+        """The collection the name is an alias of (after a rebuild); None while it is a collection."""
+        aliases = (await self._client.get_aliases()).aliases
+        return next((a.collection_name for a in aliases if a.alias_name == self._collection), None)
+
     async def _setup(self, dense_dim: int) -> None:
         if self._dense_dim == dense_dim:
             return

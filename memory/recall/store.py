@@ -9,24 +9,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, any_, case, delete, func, literal, or_, select, true, union_all, update
+from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.expression import bindparam
 
 from memory.recall.embedders import Embedder
 from memory.recall.index import PAYLOAD_FIELDS, VectorIndex
+from memory.recall.keyword_texts import logged_keyword_texts
 from memory.recall.keywords import encode_keywords, keyword_text
 from memory.recall.query import ParticipantNames
-from memory.types import IndexPoint, MemoryPayload, MemoryState, SparseVector
-from models import Memory, Message
+from memory.types import IndexPoint, MemoryPayload, MemoryState
+from models import Memory
+
+log = logging.getLogger(__name__)
 
 MEMORY_ID_NAMESPACE = uuid.UUID("6f1c1a52-4e2b-4d7e-9a51-2b1f3c9e8d40")
 # What a point is made of: the id, the text (and facts) for keywords, and the payload filters need.
@@ -71,8 +72,12 @@ def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
         kept = fields.get("content_verbatim") or " ".join(
             [fields["content"], *(fields.get("fidelity_misses") or [])]
         )
+    occurred_at = fields["occurred_at"]
+    if occurred_at.tzinfo is None:
+        # asyncpg reads PostgreSQL's ±infinity back naive (memory.formation.moments): no moment in time.
+        raise ValueError(f"its date {occurred_at} is no moment in time")
     payload = {name: fields[name] for name in PAYLOAD_FIELDS}
-    payload["occurred_at"] = fields["occurred_at"].timestamp()
+    payload["occurred_at"] = occurred_at.timestamp()
     return IndexPoint(
         id=fields["id"],
         dense=dense,
@@ -81,129 +86,32 @@ def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
     )
 
 
-@functools.cache
-def _logged_keyword_query() -> Any:  # a CompoundSelect, typed loosely as SQLAlchemy's generics are
-    """`logged_keyword_texts`'s query, built once (~6 ms of the event loop per call): ids a parameter."""
-    sources = (
-        select(
-            Memory.id.label("memory_id"),
-            Memory.conversation_id,
-            Memory.user_id,
-            Memory.occurred_at,
-            Message.id.label("message_id"),
-            Message.content,
-            (Message.author_id == Memory.user_id).label("is_own"),
+def memory_points(
+    memories: Sequence[Memory | Mapping[str, Any]], vectors: Sequence[list[float]]
+) -> tuple[list[IndexPoint], list[uuid.UUID]]:
+    """The points of these memories (rows, or dicts with POINT_FIELDS) and, apart, the ids of those
+    whose point cannot be built (logged): one bad row must not keep the batch out of the index."""
+    points: list[IndexPoint] = []
+    unbuildable: list[uuid.UUID] = []
+    for memory, vector in zip(memories, vectors, strict=True):
+        fields = memory if isinstance(memory, Mapping) else point_fields(memory)
+        try:
+            points.append(memory_point(fields, vector))
+        except (ValueError, OverflowError, TypeError) as exc:
+            log.error("Memory %s cannot be indexed (%s): set aside", fields["id"], exc)
+            unbuildable.append(fields["id"])
+    return points, unbuildable
+
+
+async def set_aside(session: AsyncSession, ids: Sequence[uuid.UUID]) -> None:
+    """Mark live memories that cannot be indexed, so formation passes them by; `personae reindex`
+    tries them again and `memory stats`, `reindex --check` and `db status` count them."""
+    if ids:
+        await session.execute(
+            update(Memory)
+            .where(Memory.id.in_(list(ids)), Memory.state != MemoryState.DELETED.value)
+            .values(state=MemoryState.SET_ASIDE.value)
         )
-        .join(
-            Message,
-            and_(
-                Message.conversation_id == Memory.conversation_id,
-                Message.external_id == any_(Memory.source_message_ids),
-            ),
-        )
-        .where(Memory.id.in_(bindparam("ids", expanding=True)), Memory.edited_at.is_(None))
-        .cte("sources")
-    )
-    firsts = (
-        select(
-            sources.c.memory_id,
-            sources.c.conversation_id,
-            sources.c.user_id,
-            func.min(sources.c.message_id).label("first_id"),
-        )
-        .group_by(sources.c.memory_id, sources.c.conversation_id, sources.c.user_id)
-        .cte("firsts")
-    )
-    before = aliased(Message)
-    answered = aliased(Message)
-    # The previous line of this user's own thread: their message, or a reply to one of theirs. In a
-    # shared channel the line just before may be another user's, whose words must not make this
-    # user's memory findable.
-    previous = (
-        select(before.id, before.content)
-        .where(
-            before.conversation_id == firsts.c.conversation_id,
-            before.id < firsts.c.first_id,
-            # Words said incognito or forgotten key no memory.
-            before.memory_excluded.is_(None),
-            or_(
-                before.author_id == firsts.c.user_id,
-                # The author of the message it answers, read by its primary key for each line looked at:
-                # as EXISTS, PostgreSQL hashed every message of the user, a scan of the log per memory.
-                select(answered.author_id).where(answered.id == before.reply_to_id).scalar_subquery()
-                == firsts.c.user_id,
-            ),
-        )
-        .order_by(before.id.desc())
-        .limit(1)
-        .lateral("previous")
-    )
-    return union_all(
-        select(
-            sources.c.memory_id,
-            sources.c.occurred_at,
-            sources.c.message_id,
-            sources.c.content,
-            sources.c.is_own,
-            literal(False).label("is_previous"),
-        ),
-        select(
-            firsts.c.memory_id,
-            literal(None).label("occurred_at"),
-            previous.c.id,
-            previous.c.content,
-            literal(False).label("is_own"),
-            literal(True).label("is_previous"),
-        ).select_from(firsts.join(previous, true())),
-    ).order_by("memory_id", "message_id")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class KeywordTexts:
-    """What a memory is keyed by on the keyword side: its keyword text (memory.recall.keywords
-    `keyword_text`) and, apart, the lines its user said themselves."""
-
-    text: str
-    own_lines: str
-
-    def encode(self) -> SparseVector:
-        return encode_keywords(self.text, self.own_lines)
-
-
-async def logged_keyword_texts(
-    session: AsyncSession, ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, KeywordTexts]:
-    """The keyword texts of each memory whose exchange is still in the message log, in one query.
-
-    It is the exchange as it was said, whatever the memory's mode (summarizing must not cost recall),
-    after its date and the line said just before it in this user's thread of the conversation (their
-    message or a reply to them: never another user's words; memory.recall.keywords), and the user's
-    own lines of the exchange apart.
-    Formation, re-summarizing and reindexing all key memories here, so a rebuilt index is the same.
-    A memory its user corrected is left out: its own text keys it (`memory_point`).
-    """
-    rows = (await session.execute(_logged_keyword_query(), {"ids": list(ids)})).all()
-    exchanges: dict[uuid.UUID, list[str]] = {}
-    own: dict[uuid.UUID, list[str]] = {}
-    previous_text: dict[uuid.UUID, str] = {}
-    dates: dict[uuid.UUID, datetime] = {}
-    for memory_id, occurred_at, _, content, is_own, is_previous in rows:
-        if is_previous:
-            previous_text[memory_id] = content
-        else:
-            exchanges.setdefault(memory_id, []).append(content)
-            if is_own:
-                own.setdefault(memory_id, []).append(content)
-            dates[memory_id] = occurred_at
-    return {
-        memory_id: KeywordTexts(
-            keyword_text(
-                "\n".join(lines), previous=previous_text.get(memory_id), occurred_at=dates[memory_id]
-            ),
-            "\n".join(own.get(memory_id, ())),
-        )
-        for memory_id, lines in exchanges.items()
-    }
 
 
 @functools.cache
@@ -257,6 +165,15 @@ async def forget_rows(
     return list((await session.scalars(statement.returning(Memory.id))).all())
 
 
+def _may_be_poison(exc: Exception) -> bool:
+    """Whether an index's refusal may be one point's fault: not when the index is out of reach (a
+    connection, a timeout, a server error), which must stop the pass and leave the batch pending."""
+    if isinstance(exc, OSError | TimeoutError) or type(exc).__name__ == "ResponseHandlingException":
+        return False
+    status = getattr(exc, "status_code", None)
+    return not (isinstance(status, int) and status >= 500)
+
+
 class MemoryStore:
     """The memories table and the vector index together: whatever is written to one reaches the other."""
 
@@ -281,20 +198,51 @@ class MemoryStore:
             self._collection_ready = True
         return self.index
 
-    async def recreate_index(self) -> None:
-        """An empty collection for the embedder's dimension (a full rebuild follows)."""
-        await self.index.recreate(self.embedder.dimension)
+    async def rebuild_index(self) -> VectorIndex:
+        """An empty collection for the embedder's dimension beside the serving one (VectorIndex.rebuild),
+        to fill and then `swap_in`; the serving one need not fit the embedder (a new model)."""
+        return await self.index.rebuild(self.embedder.dimension)
+
+    async def swap_in(self, rebuilt: VectorIndex) -> None:
+        """Serve from the rebuilt collection from now on."""
+        await self.index.swap_in(rebuilt)
         self._collection_ready = True
 
-    async def write_points(self, points: Sequence[IndexPoint]) -> None:
-        """Upsert the points, keyed from the message log (`logged_keyword_texts`) where it holds them."""
+    async def write_points(
+        self, points: Sequence[IndexPoint], *, index: VectorIndex | None = None
+    ) -> list[uuid.UUID]:
+        """Upsert the points (into `index`, a rebuild's, or this store's), keyed from the message log
+        (`logged_keyword_texts`) where it holds them; the ids of points the index refused one by one
+        while it took the others (logged)."""
         if not points:
-            return
+            return []
         async with self.sessionmaker() as session:
             texts = await logged_keyword_texts(session, [p.id for p in points])
-        await (await self.ready()).upsert(
-            [dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p for p in points]
-        )
+        keyed = [dataclasses.replace(p, sparse=texts[p.id].encode()) if p.id in texts else p for p in points]
+        index = index or await self.ready()
+        try:
+            await index.upsert(keyed)
+        except Exception as exc:
+            if len(keyed) == 1 or not _may_be_poison(exc):
+                raise
+            return await self._write_one_by_one(index, keyed)
+        return []
+
+    async def _write_one_by_one(self, index: VectorIndex, points: Sequence[IndexPoint]) -> list[uuid.UUID]:
+        """A refused batch, point by point: the points it refuses alone are poison, unless it refuses
+        them all (then the index itself is failing, and the error goes up as it came)."""
+        refused: list[uuid.UUID] = []
+        first_error: Exception | None = None
+        for point in points:
+            try:
+                await index.upsert([point])
+            except Exception as exc:
+                log.error("The index refused memory %s (%s): set aside", point.id, exc)
+                refused.append(point.id)
+                first_error = first_error or exc
+        if first_error is not None and len(refused) == len(points):
+            raise first_error
+        return refused
 
     async def rewrite_points(self, ids: Sequence[uuid.UUID]) -> None:
         """Write these live memories' points again, re-embedded and re-keyed (their log changed)."""
@@ -306,21 +254,25 @@ class MemoryStore:
             ).all()
         if memories:
             vectors = await self.embedder.embed([m.content for m in memories])
-            await self.write_points(
-                [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
-            )
+            points, unbuildable = memory_points(memories, vectors)
+            refused = await self.write_points(points)
+            if unbuildable or refused:
+                async with self.sessionmaker.begin() as session:
+                    await set_aside(session, [*unbuildable, *refused])
 
-    async def index_points(self, points: list[IndexPoint]) -> None:
-        """Write the points, then mark their memories indexed (unless deleted meanwhile)."""
-        if not points:
-            return
-        await self.write_points(points)
+    async def index_points(self, points: list[IndexPoint], unbuildable: Sequence[uuid.UUID] = ()) -> None:
+        """Write the points, then mark their memories indexed (unless deleted meanwhile); set aside
+        those the index refused and those whose point could not be built (`memory_points`)."""
+        refused = await self.write_points(points)
+        written = [p.id for p in points if p.id not in set(refused)]
         async with self.sessionmaker.begin() as session:
-            await session.execute(
-                update(Memory)
-                .where(Memory.id.in_([p.id for p in points]), Memory.state == MemoryState.FORMED.value)
-                .values(state=MemoryState.INDEXED.value)
-            )
+            if written:
+                await session.execute(
+                    update(Memory)
+                    .where(Memory.id.in_(written), Memory.state == MemoryState.FORMED.value)
+                    .values(state=MemoryState.INDEXED.value)
+                )
+            await set_aside(session, [*unbuildable, *refused])
 
     async def index_pending(self, *, batch: int = 256) -> int:
         """Index memories written to Postgres but not yet searchable (after a crash, say)."""
@@ -339,9 +291,7 @@ class MemoryStore:
             if not memories:
                 return done
             vectors = await self.embedder.embed([m.content for m in memories])
-            await self.index_points(
-                [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
-            )
+            await self.index_points(*memory_points(memories, vectors))
             done += len(memories)
 
     async def drop_points(self, ids: Sequence[uuid.UUID]) -> None:

@@ -6,11 +6,12 @@ embedding model (a new model of another dimension needs exactly that).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
 
-from memory.recall.store import MemoryStore, memory_point, point_fields
+from memory.recall.store import MemoryStore, memory_points, set_aside
 from memory.types import MemoryState, ProgressCallback
 from models import Memory
 
@@ -21,6 +22,7 @@ class DriftReport:
     in_index: int
     missing_from_index: int
     stale_in_index: int
+    set_aside: int = 0  # memories that could not be indexed (MemoryState.SET_ASIDE), not drift
 
     @property
     def drift(self) -> bool:
@@ -46,12 +48,14 @@ async def check_drift(store: MemoryStore, *, personality_id: int | None = None) 
     async with store.sessionmaker() as session:
         rows = (await session.execute(query)).all()
     live = {i for i, state in rows if state != MemoryState.DELETED.value}
+    aside = {i for i, state in rows if state == MemoryState.SET_ASIDE.value}
     indexed = await index.ids(personality_id)
     return DriftReport(
         in_postgres=len(live),
         in_index=len(indexed),
-        missing_from_index=len(live - indexed),
+        missing_from_index=len(live - indexed - aside),
         stale_in_index=len(indexed - live),
+        set_aside=len(aside),
     )
 
 
@@ -64,38 +68,59 @@ async def reindex(
 ) -> int:
     """Rebuild the index from Postgres (re-embedding with the current model); returns memories indexed.
 
-    For all personalities the collection is recreated empty first, so a new EMBEDDING_MODEL of
-    another dimension works, and so does a new keyword encoder (the index warns of an old one when it
-    opens, see memory.recall.index); for one personality its points are rewritten in place. Points
-    are keyed as formation keys them (MemoryStore.write_points), so a rebuilt index is the same.
+    For all personalities a new collection is built beside the old one (VectorIndex.rebuild), which
+    keeps serving until the new one is complete and swapped in: an interrupted reindex leaves it
+    whole. A new EMBEDDING_MODEL of another dimension works so, and so does a new keyword encoder (the
+    index warns of an old one when it opens, see memory.recall.index). For one personality its points
+    are rewritten in place. Points are keyed as formation keys them (MemoryStore.write_points), so a
+    rebuilt index is the same. Memories set aside are tried again; one whose point still cannot be
+    built or written stays set aside, and the others are indexed all the same.
     """
     query = select(Memory.id).where(Memory.state != MemoryState.DELETED.value)
     if personality_id is not None:
         query = query.where(Memory.personality_id == personality_id)
     async with store.sessionmaker() as session:
         live = set((await session.scalars(query)).all())
-    if personality_id is None:
-        await store.recreate_index()
+    rebuilding = personality_id is None
+    if rebuilding:
+        target = await store.rebuild_index()
     else:
-        index = await store.ready()
-        stale = await index.ids(personality_id) - live
+        target = await store.ready()
+        stale = await target.ids(personality_id) - live
         if stale:
-            await index.delete(sorted(stale))
+            await target.delete(sorted(stale))
     ordered = sorted(live)
+    written: list[uuid.UUID] = []
+    unindexable: list[uuid.UUID] = []
     for start in range(0, len(ordered), batch):
         ids = ordered[start : start + batch]
         async with store.sessionmaker() as session:
             memories = (await session.scalars(select(Memory).where(Memory.id.in_(ids)))).all()
         vectors = await store.embedder.embed([m.content for m in memories])
-        await store.write_points(
-            [memory_point(point_fields(m), v) for m, v in zip(memories, vectors, strict=True)]
-        )
+        points, unbuildable = memory_points(memories, vectors)
+        refused = set(await store.write_points(points, index=target))
+        unindexable += [*unbuildable, *refused]
+        done = [p.id for p in points if p.id not in refused]
+        if not rebuilding:
+            await _mark_indexed(store, done)
+        else:
+            written += done  # marked once the new index serves: until then the old one does
+        if progress is not None:
+            progress(len(memories))
+    if rebuilding:
+        await store.swap_in(target)
+        for start in range(0, len(written), batch * 16):
+            await _mark_indexed(store, written[start : start + batch * 16])
+    async with store.sessionmaker.begin() as session:
+        await set_aside(session, unindexable)
+    return len(ordered) - len(unindexable)
+
+
+async def _mark_indexed(store: MemoryStore, ids: list[uuid.UUID]) -> None:
+    if ids:
         async with store.sessionmaker.begin() as session:
             await session.execute(
                 update(Memory)
                 .where(Memory.id.in_(ids), Memory.state != MemoryState.DELETED.value)
                 .values(state=MemoryState.INDEXED.value, embedding_model=store.embedding_model)
             )
-        if progress is not None:
-            progress(len(memories))
-    return len(ordered)

@@ -219,7 +219,7 @@ async def test_import_reports_what_the_card_brings_as_the_cli_does(fake_discord:
         nickname="Sera```",
     )
     parsed = parse_card(json.dumps(card).encode())
-    lines = card_report(parsed, compose_prompt(parsed.fields, "Seraphina")).lines()
+    lines = card_report(parsed.fields, compose_prompt(parsed.fields, "Seraphina")).lines()
     assert any(line.startswith("not kept: asset emotion/happy") for line in lines)
     reply = await import_card(fake_discord, json.dumps(card).encode(), "seraphina.json")
     # The CLI's lines, aligned as it prints them, in a block the card's own ``` cannot end early.

@@ -15,7 +15,7 @@ from sqlalchemy import BigInteger, func, literal, select
 from memory.chat.service import ChatRequest, ChatTurn
 from memory.conversations import Venue, ensure_conversation
 from memory.formation.forming import CLAIM_LOCK_SPACE
-from memory.recall.store import logged_keyword_texts
+from memory.recall.keyword_texts import logged_keyword_texts
 from memory.types import MessageRole
 from models import Memory, Message, Personality
 from testkit.chat import ReplyRecorder

@@ -122,7 +122,7 @@ def test_a_byte_order_mark_at_the_start_is_read_past(tmp_path: Path) -> None:
     [
         (
             '{"id": "b", "role": "user", "content": "x", "n": ' + "[" * 100_000 + "]" * 100_000 + "}",
-            "line 2: JSON nested too deeply",
+            "line 2: JSON nested too deeply for a transcript line",
         ),
         (
             '{"id": ' + "9" * 5000 + ', "role": "user", "content": "x"}',

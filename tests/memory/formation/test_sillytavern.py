@@ -132,7 +132,7 @@ def test_send_dates(value: Any, expected: datetime | None) -> None:
             st_chat({"role": "user"}, metadata=None),
             "line 1: not a SillyTavern chat (its first line is neither the chat's metadata nor a message)",
         ),
-        (st_chat("[" * 100_000 + "]" * 100_000), "line 2: JSON nested too deeply"),
+        (st_chat("[" * 100_000 + "]" * 100_000), "line 2: JSON nested too deeply for a transcript line"),
     ],
 )
 def test_bad_lines_are_named(text: str, problem: str) -> None:

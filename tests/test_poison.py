@@ -1,0 +1,192 @@
+"""Issue 33, item 1: one bad row never stops everyone. A transcript dated on the edge of the documented
+range, a memory row that cannot be indexed, and a `personae reindex` killed half-way, each through the
+CLI against a scratch database and a real embedded index."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from bot.cli import main
+from testkit.llm_server import LLMTestServer, Stall
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, scratch_database_url: str, tmp_path: Path) -> Path:
+    monkeypatch.setenv("DATABASE_URL", scratch_database_url)
+    monkeypatch.setenv("PERSONAE_DATA_DIR", str(tmp_path / "data"))
+    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE"):
+        monkeypatch.delenv(variable, raising=False)
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def transcript(folder: Path, name: str, user: str, secret: str, when: str | None = None) -> str:
+    stamp = {"timestamp": when} if when else {}
+    lines = [
+        {
+            "id": f"{name}-q",
+            "role": "user",
+            "content": f"my locker code is {secret}",
+            "user_id": user,
+            **stamp,
+        },
+        {
+            "id": f"{name}-r",
+            "role": "assistant",
+            "content": f"{secret}, noted",
+            "reply_to": f"{name}-q",
+            **stamp,
+        },
+    ]
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def recalled(capsys: pytest.CaptureFixture[str], personality: str, user: str, query: str) -> list[str]:
+    code, out, err = run(capsys, "recall", query, "--personality", personality, "--user", user, "--json")
+    assert code == 0, err
+    return [m["content"] for m in json.loads(out)["memories"]]
+
+
+def test_a_transcript_dated_year_one_poisons_nothing(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0001-01-01T00:00:00Z is inside the documented range: it used to read back naive and end every
+    later import, the worker and reindex in `year 0 is out of range`."""
+    run(capsys, "personality", "create", "Early")
+    run(capsys, "personality", "create", "Later")
+    code, _, err = run(
+        capsys,
+        "import",
+        transcript(cli_env, "early", "7", "1111", "0001-01-01T00:00:00Z"),
+        "--personality",
+        "early",
+    )
+    assert code == 0 and "Traceback" not in err, err
+    code, _, err = run(capsys, "import", transcript(cli_env, "later", "8", "2222"), "--personality", "later")
+    assert code == 0, err
+    assert any("2222" in m for m in recalled(capsys, "later", "8", "locker code"))
+    assert any("1111" in m for m in recalled(capsys, "early", "7", "locker code"))
+    code, out, err = run(capsys, "reindex")
+    assert code == 0 and "Reindexed 2 memories" in out, err
+    code, out, _ = run(capsys, "reindex", "--check")
+    assert code == 0 and "no drift" in out
+
+
+async def _sql(url: str, statement: str) -> Any:
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as connection:
+            result = await connection.execute(text(statement))
+            return result.scalar() if result.returns_rows else None
+    finally:
+        await engine.dispose()
+
+
+def test_a_memory_that_cannot_be_indexed_is_set_aside_and_counted(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], scratch_database_url: str
+) -> None:
+    """A row stored before dates were made storable (PostgreSQL's -infinity, which asyncpg reads back
+    naive) is set aside: formation, reindex and the other personalities go on without it."""
+    run(capsys, "personality", "create", "Early")
+    run(capsys, "personality", "create", "Later")
+    assert run(capsys, "import", transcript(cli_env, "early", "7", "1111"), "--personality", "early")[0] == 0
+    # As an older version stored it: dated -infinity, written to PostgreSQL but not yet indexed.
+    asyncio.run(_sql(scratch_database_url, "UPDATE memories SET occurred_at = '-infinity', state = 'formed'"))
+
+    code, _, err = run(capsys, "import", transcript(cli_env, "later", "8", "2222"), "--personality", "later")
+    assert code == 0 and "Traceback" not in err, err
+    assert any("2222" in m for m in recalled(capsys, "later", "8", "locker code"))
+    code, out, _ = run(capsys, "memory", "stats")
+    assert "set aside: 1 memories could not be indexed" in out
+    code, out, err = run(capsys, "reindex")
+    assert code == 0 and "Reindexed 1 memories" in out, err
+    code, out, _ = run(capsys, "reindex", "--check")
+    assert code == 0 and "set aside (could not be indexed, see the log): 1" in out and "no drift" in out
+    assert (
+        asyncio.run(_sql(scratch_database_url, "SELECT count(*) FROM memories WHERE state = 'set_aside'"))
+        == 1
+    )
+
+
+async def _cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *argv,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_a_reindex_killed_half_way_leaves_the_old_index_serving(
+    scratch_database_url: str, tmp_path: Path
+) -> None:
+    """`reindex` used to empty the index first: killed before it finished, every recall found nothing."""
+    async with LLMTestServer(embedding_dim=1536) as llm_server:  # text-embedding-3-small's size
+        await _kill_a_reindex_half_way(scratch_database_url, tmp_path, llm_server)
+
+
+async def _kill_a_reindex_half_way(
+    scratch_database_url: str, tmp_path: Path, llm_server: LLMTestServer
+) -> None:
+    env = {
+        **os.environ,
+        "DATABASE_URL": scratch_database_url,
+        "PERSONAE_DATA_DIR": str(tmp_path / "data"),
+        "EMBEDDING_MODEL": "openai/text-embedding-3-small",
+        "EMBEDDING_API_BASE": llm_server.base_url,
+        "OPENAI_API_KEY": "test",
+    }
+    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL"):
+        env.pop(variable, None)
+    assert (await _cli(env, "personality", "create", "Keeper"))[0] == 0
+    code, _, err = await _cli(
+        env, "import", transcript(tmp_path, "keep", "7", "4321"), "--personality", "keeper"
+    )
+    assert code == 0, err
+
+    llm_server.script(Stall(120))  # reindex's first embedding request hangs: the rebuild is under way
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "reindex",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with asyncio.timeout(120):  # a hang guard, not a timing assertion
+        while llm_server.in_flight == 0 and process.returncode is None:  # noqa: ASYNC110 (a counter, no event)
+            await asyncio.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    await process.wait()
+    llm_server.reset()
+
+    code, out, err = await _cli(
+        env, "recall", "locker code", "--personality", "keeper", "--user", "7", "--json"
+    )
+    assert code == 0, err
+    assert any("4321" in m["content"] for m in json.loads(out)["memories"])
+    code, out, _ = await _cli(env, "reindex", "--check")
+    assert code == 0 and "no drift" in out
