@@ -1,0 +1,93 @@
+"""Each test's tier, read from what it needs, and what keeps a test from waiting forever.
+
+Tiers, cheapest first (docs/TESTING.md): `pure` (no database), `database` (the test PostgreSQL),
+`model` (the local embedding model), `runtime` (personae's whole runtime: database, index, model, the
+LLM test server), `process` (real `personae` processes, or servers of its own). A test is marked
+with the highest tier it needs, read from its fixtures and its module, so new tests are marked without
+anyone remembering to; `scripts/test --quick` runs the first three.
+"""
+
+from __future__ import annotations
+
+import inspect
+import signal
+from collections.abc import Iterable
+from functools import cache
+from types import ModuleType
+
+import psutil
+import pytest
+
+TIERS = ("pure", "database", "model", "runtime", "process")
+QUICK = ("pure", "database", "model")
+
+# Generous: a timeout catches a hang, not a slow test. A test may set its own with @pytest.mark.timeout.
+TIMEOUTS = {"pure": 60, "database": 120, "model": 120, "runtime": 180, "process": 300}
+
+_NEEDS = {
+    "process": {"lab_pool", "embedded_data_dir"},
+    "runtime": {"runtime", "runtime_without_chat_model"},
+    "model": {"embedder"},
+    "database": {"engine", "database_url", "test_cluster"},
+}
+
+
+@cache
+def _starts_processes(module: ModuleType) -> bool:
+    """Whether a test module runs other processes (`subprocess`, `asyncio.create_subprocess_exec`)."""
+    try:
+        return "subprocess" in inspect.getsource(module)
+    except (OSError, TypeError):
+        return False
+
+
+def tier_of(fixtures: Iterable[str], module: ModuleType | None) -> str:
+    needed = set(fixtures)
+    if module is not None and _starts_processes(module):
+        return "process"
+    for tier in ("process", "runtime", "model", "database"):
+        if needed & _NEEDS[tier]:
+            return tier
+    return "pure"
+
+
+def mark_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier and that tier's timeout (unless the test sets its own)."""
+    for item in items:
+        tier = tier_of(getattr(item, "fixturenames", ()), getattr(item, "module", None))
+        item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIMEOUTS[tier]))
+
+
+def register_markers(config: pytest.Config) -> None:
+    for tier in TIERS:
+        config.addinivalue_line("markers", f"{tier}: a test of the {tier} tier (tests/tiers.py)")
+
+
+def reset_signal_dispositions() -> None:
+    """Give SIGINT its default handler if the run was started with it ignored (`nohup ... &`, some CI
+    runners and service managers): children inherit an ignored signal across exec, and a `personae
+    worker` started so would never stop on the SIGINT its test sends."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
+        if signal.getsignal(number) is signal.SIG_IGN:
+            signal.signal(number, signal.SIG_DFL)
+
+
+def children() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def kill_children(pids: Iterable[int]) -> None:
+    """Kill these processes (a test's children left running by its failure or its timeout)."""
+    processes = []
+    for pid in pids:
+        try:
+            process = psutil.Process(pid)
+            process.kill()
+            processes.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(processes, timeout=10)
