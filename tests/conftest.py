@@ -35,6 +35,10 @@ _RUN_ID = "PERSONAE_TEST_RUN"
 def pytest_configure(config: pytest.Config) -> None:
     reset_signal_dispositions()
     register_markers(config)
+    # `python -m bot.cli` in a subprocess runs this checkout's code whatever its working directory (a
+    # test's tmp folder would otherwise find the installed one, another checkout's in a worktree).
+    root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     # The controller names the run; xdist workers inherit its environment, so they share one server.
     if not hasattr(config, "workerinput"):
         os.environ.setdefault(_RUN_ID, uuid.uuid4().hex)
