@@ -27,7 +27,8 @@ from memory.recall.embedders import Embedder, LocalEmbedder
 from models.database import create_engine
 from testkit.llm_server import LLMTestServer
 from testkit.postgres import TestCluster, join_test_cluster, leave_test_cluster, run_root
-from tests.tiers import children, kill_children, mark_tiers, register_markers, reset_signal_dispositions
+from testkit.processes import children, kill_children, reset_signal_dispositions
+from tests.tiers import mark_tiers, register_markers
 
 _RUN_ID = "PERSONAE_TEST_RUN"
 

@@ -10,12 +10,10 @@ anyone remembering to; `scripts/test --quick` runs the first three.
 from __future__ import annotations
 
 import inspect
-import signal
 from collections.abc import Iterable
 from functools import cache
 from types import ModuleType
 
-import psutil
 import pytest
 
 TIERS = ("pure", "database", "model", "runtime", "process")
@@ -63,31 +61,3 @@ def mark_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
 def register_markers(config: pytest.Config) -> None:
     for tier in TIERS:
         config.addinivalue_line("markers", f"{tier}: a test of the {tier} tier (tests/tiers.py)")
-
-
-def reset_signal_dispositions() -> None:
-    """Give SIGINT its default handler if the run was started with it ignored (`nohup ... &`, some CI
-    runners and service managers): children inherit an ignored signal across exec, and a `personae
-    worker` started so would never stop on the SIGINT its test sends."""
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    for number in (signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP):
-        if signal.getsignal(number) is signal.SIG_IGN:
-            signal.signal(number, signal.SIG_DFL)
-
-
-def children() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)}
-
-
-def kill_children(pids: Iterable[int]) -> None:
-    """Kill these processes (a test's children left running by its failure or its timeout)."""
-    processes = []
-    for pid in pids:
-        try:
-            process = psutil.Process(pid)
-            process.kill()
-            processes.append(process)
-        except psutil.NoSuchProcess:
-            continue
-    psutil.wait_procs(processes, timeout=10)

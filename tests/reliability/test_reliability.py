@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import pytest
 
+from bench.heavy import HEAVY
 from bench.reliability_cases import Case, Scale, all_cases
 from bench.reliability_cases.lab import LabPool
 from bench.reliability_cases.runner import run_case
 
-CASES = all_cases()
+# The benchmark-sized ones run by `python -m bench.heavy` instead (minutes each; see there).
+CASES = [case for case in all_cases() if case.id not in HEAVY]
 QUICK = Scale(quick=True)
 
 
@@ -24,6 +26,10 @@ async def test_case_holds(case: Case, lab_pool: LabPool) -> None:
     assert row.outcome.ok, (
         f"{case.id}: {case.did}\nexpected: {case.expected}\nhappened: {row.outcome.happened}\n{row.detail}"
     )
+
+
+def test_the_cases_moved_to_bench_heavy_exist() -> None:
+    assert {c.id for c in all_cases()} >= HEAVY
 
 
 def test_there_are_at_least_forty_bad_input_cases() -> None:
