@@ -23,7 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory.recall.embedders import Embedder, LocalEmbedder
+from bot.runtime import Runtime
+from memory.recall.embedders import Embedder
+from memory.recall.local_embedder import LocalEmbedder
 from models.database import create_engine
 from testkit.llm_server import LLMTestServer
 from testkit.postgres import TestCluster, join_test_cluster, leave_test_cluster, run_root
@@ -150,7 +152,7 @@ async def open_test_runtime(
     embedder: Embedder,
     data_dir: Path,
     **settings: Any,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Runtime]:
     """The bot's Runtime built the way bot/runtime.py builds it, from the test pieces: a pooled
     sessionmaker with real commits (the concurrent path production runs), a fresh Qdrant Edge under
     `data_dir`, the real embedder, and these settings."""
@@ -178,7 +180,7 @@ async def runtime(
     embedder: Embedder,
     llm_server: LLMTestServer,
     tmp_path: Path,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Runtime]:
     """The bot's Runtime (tables emptied after the test), the LLM test server as chat and summarizer."""
     async with open_test_runtime(
         engine,
@@ -201,7 +203,7 @@ async def runtime_without_chat_model(
     engine: AsyncEngine,
     embedder: Embedder,
     tmp_path: Path,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Runtime]:
     """The bot's Runtime of a deployment that set no CHAT_MODEL (nor SUMMARIZER_MODEL)."""
     async with open_test_runtime(engine, committed_sessionmaker, embedder, tmp_path / "data") as runtime:
         yield runtime
