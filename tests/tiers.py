@@ -31,19 +31,24 @@ _NEEDS = {
 
 
 @cache
-def _starts_processes(module: ModuleType) -> bool:
-    """Whether a test module runs other processes (`subprocess`, `asyncio.create_subprocess_exec`)."""
+def _module_tier(module: ModuleType) -> str:
+    """What a test module's own code needs: other processes (`subprocess`,
+    `asyncio.create_subprocess_exec`), or personae's runtime opened by its CLI in-process."""
     try:
-        return "subprocess" in inspect.getsource(module)
+        source = inspect.getsource(module)
     except (OSError, TypeError):
-        return False
+        return "pure"
+    if "subprocess" in source:
+        return "process"
+    return "runtime" if "from bot.cli import main" in source else "pure"
 
 
 def tier_of(fixtures: Iterable[str], module: ModuleType | None) -> str:
     needed = set(fixtures)
-    if module is not None and _starts_processes(module):
-        return "process"
+    floor = _module_tier(module) if module is not None else "pure"
     for tier in ("process", "runtime", "model", "database"):
+        if tier == floor:
+            return tier
         if needed & _NEEDS[tier]:
             return tier
     return "pure"
