@@ -126,9 +126,16 @@ async def committed_sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_ses
 
 @pytest.fixture
 async def scratch_database_url(test_cluster: TestCluster, worker_name: str) -> str:
-    """An empty database of its own, for tests whose commits (subprocesses, migrations) must not leak.
-    The next test's scratch database replaces it; the run's end removes the last."""
-    return await test_cluster.empty(f"personae_scratch_{worker_name}")
+    """A database of its own at the newest schema, for tests whose commits (subprocesses, CLI runs) must
+    not leak: a fresh clone of the template, so no command of the test pays for the migrations. The
+    next test's replaces it; the run's end removes the last."""
+    return await test_cluster.clone(f"personae_scratch_{worker_name}")
+
+
+@pytest.fixture
+async def empty_database_url(test_cluster: TestCluster, worker_name: str) -> str:
+    """A database of its own with no schema at all, for tests of the migrations themselves."""
+    return await test_cluster.empty(f"personae_empty_{worker_name}")
 
 
 @pytest.fixture
