@@ -38,7 +38,7 @@ def run_root(run_id: str) -> Path:
 
 
 @dataclass(frozen=True, slots=True)
-class TestCluster:
+class RunCluster:
     """The run's server: `url` is an asyncpg URL of its template database."""
 
     url: str
@@ -73,7 +73,7 @@ class TestCluster:
             await engine.dispose()
 
 
-def join_test_cluster(root: Path, server_url: str | None = None) -> TestCluster:
+def join_run_cluster(root: Path, server_url: str | None = None) -> RunCluster:
     """The run's server, started (embedded, under root) and its template migrated by whichever
     process comes first; `server_url` (TEST_DATABASE_URL) names a server to use instead."""
     root.mkdir(exist_ok=True)
@@ -83,18 +83,18 @@ def join_test_cluster(root: Path, server_url: str | None = None) -> TestCluster:
             url = url_for_database(server_url, TEMPLATE)
             marker = root / "template.ready"
             if not marker.exists():
-                asyncio.run(_migrated_template(TestCluster(url)))
+                asyncio.run(_migrated_template(RunCluster(url)))
         else:
             url = start_embedded_postgres(root, database=TEMPLATE, keep_running=True)
             marker = root / "template.ready"
             if not marker.exists():
-                asyncio.run(_unsafe_and_fast(TestCluster(url)))
+                asyncio.run(_unsafe_and_fast(RunCluster(url)))
                 asyncio.run(_migrate(url))
         marker.touch()
-    return TestCluster(url)
+    return RunCluster(url)
 
 
-async def _unsafe_and_fast(cluster: TestCluster) -> None:
+async def _unsafe_and_fast(cluster: RunCluster) -> None:
     """No waiting on the disk: a test server's data is thrown away at the end of the run, and its
     DROP DATABASE (a checkpoint) and commits then cost milliseconds, not seconds."""
     await cluster._admin(
@@ -105,7 +105,7 @@ async def _unsafe_and_fast(cluster: TestCluster) -> None:
     )
 
 
-async def _migrated_template(cluster: TestCluster) -> None:
+async def _migrated_template(cluster: RunCluster) -> None:
     await cluster.empty(TEMPLATE)
     await _migrate(cluster.url)
 
@@ -118,7 +118,7 @@ async def _migrate(url: str) -> None:
         await engine.dispose()
 
 
-def leave_test_cluster(root: Path) -> None:
+def leave_run_cluster(root: Path) -> None:
     """At the end of the run: stop the embedded server (if one was started) and delete its folder."""
     if root.exists():
         stop_embedded_postgres(root)

@@ -28,7 +28,7 @@ from memory.recall.embedders import Embedder
 from memory.recall.local_embedder import LocalEmbedder
 from models.database import create_engine
 from testkit.llm_server import LLMTestServer
-from testkit.postgres import TestCluster, join_test_cluster, leave_test_cluster, run_root
+from testkit.postgres import RunCluster, join_run_cluster, leave_run_cluster, run_root
 from testkit.processes import children, kill_children, reset_signal_dispositions
 from tests.tiers import mark_tiers, register_markers
 
@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     # The controller outlives every worker: it stops the run's server and deletes its folder.
     if not hasattr(config, "workerinput") and _RUN_ID in os.environ:
-        leave_test_cluster(run_root(os.environ[_RUN_ID]))
+        leave_run_cluster(run_root(os.environ[_RUN_ID]))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -73,18 +73,18 @@ def worker_name(worker_id: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def test_cluster() -> TestCluster:
+def run_cluster() -> RunCluster:
     """The run's PostgreSQL: TEST_DATABASE_URL when set (a throwaway server!), else embedded."""
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
         url = url.replace("postgresql://", "postgresql+asyncpg://", 1)
-    return join_test_cluster(run_root(os.environ[_RUN_ID]), url)
+    return join_run_cluster(run_root(os.environ[_RUN_ID]), url)
 
 
 @pytest.fixture(scope="session")
-async def database_url(test_cluster: TestCluster, worker_name: str) -> str:
+async def database_url(run_cluster: RunCluster, worker_name: str) -> str:
     """This process's database, migrated (a clone of the run's template)."""
-    return await test_cluster.clone(f"personae_test_{worker_name}")
+    return await run_cluster.clone(f"personae_test_{worker_name}")
 
 
 @pytest.fixture(scope="session")
@@ -125,17 +125,17 @@ async def committed_sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_ses
 
 
 @pytest.fixture
-async def scratch_database_url(test_cluster: TestCluster, worker_name: str) -> str:
+async def scratch_database_url(run_cluster: RunCluster, worker_name: str) -> str:
     """A database of its own at the newest schema, for tests whose commits (subprocesses, CLI runs) must
     not leak: a fresh clone of the template, so no command of the test pays for the migrations. The
     next test's replaces it; the run's end removes the last."""
-    return await test_cluster.clone(f"personae_scratch_{worker_name}")
+    return await run_cluster.clone(f"personae_scratch_{worker_name}")
 
 
 @pytest.fixture
-async def empty_database_url(test_cluster: TestCluster, worker_name: str) -> str:
+async def empty_database_url(run_cluster: RunCluster, worker_name: str) -> str:
     """A database of its own with no schema at all, for tests of the migrations themselves."""
-    return await test_cluster.empty(f"personae_empty_{worker_name}")
+    return await run_cluster.empty(f"personae_empty_{worker_name}")
 
 
 @pytest.fixture

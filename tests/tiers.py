@@ -26,7 +26,7 @@ _NEEDS = {
     "process": {"lab_pool", "embedded_data_dir"},
     "runtime": {"runtime", "runtime_without_chat_model"},
     "model": {"embedder"},
-    "database": {"engine", "database_url", "test_cluster", "scratch_database_url", "empty_database_url"},
+    "database": {"engine", "database_url", "run_cluster", "scratch_database_url", "empty_database_url"},
 }
 
 
