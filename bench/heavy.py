@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -75,6 +76,9 @@ def main() -> None:
     parser.add_argument("--only", help="run only cases whose id contains this text")
     args = parser.parse_args()
     reset_signal_dispositions()  # the workers case stops its `personae worker`s with SIGINT
+    # Its `personae` subprocesses run this checkout's code whatever their working directory.
+    root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     start = time.perf_counter()
     rows = asyncio.run(run(Scale(quick=not args.full), args.only))
     print(format_table(rows))
