@@ -71,10 +71,15 @@ class Runtime(Core):
 
 async def database_url(settings: BotSettings) -> str:
     """DATABASE_URL, or the embedded PostgreSQL under the data directory (left running for the next
-    command: `personae db stop` stops it)."""
+    command until it has had no client for EMBEDDED_POSTGRES_IDLE_MINUTES, or `personae db stop`)."""
     if settings.database_url:
         return settings.database_url
-    return await asyncio.to_thread(start_embedded_postgres, settings.personae_data_dir, keep_running=True)
+    return await asyncio.to_thread(
+        start_embedded_postgres,
+        settings.personae_data_dir,
+        keep_running=True,
+        idle_minutes=settings.embedded_postgres_idle_minutes,
+    )
 
 
 def build_core(

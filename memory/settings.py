@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
     database_url: str | None = Field(default=None, description="unset = embedded PostgreSQL")
+    # The embedded PostgreSQL stops by itself after this long with no client (0: only `personae db stop`).
+    embedded_postgres_idle_minutes: float = Field(default=10.0, ge=0)
     qdrant_url: str | None = Field(default=None, description="unset = embedded Qdrant Edge")
     qdrant_api_key: SecretStr | None = None
     personae_data_dir: Path = Field(default_factory=default_data_dir)

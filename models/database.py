@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -15,6 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 log = logging.getLogger(__name__)
 
 EMBEDDED_DATABASE = "personae"
+# How long the embedded PostgreSQL stays up with no client before its watchdog stops it (a setting:
+# EMBEDDED_POSTGRES_IDLE_MINUTES); 0 keeps it up until `personae db stop`.
+DEFAULT_IDLE_MINUTES = 10.0
+_WATCHDOG = Path(__file__).with_name("pg_watchdog.py")
 
 
 def asyncpg_url(url: str) -> str:
@@ -107,7 +113,11 @@ def running_embedded_postgres(data_dir: Path) -> EmbeddedServer | None:
 
 
 def start_embedded_postgres(
-    data_dir: Path, database: str = EMBEDDED_DATABASE, *, keep_running: bool = False
+    data_dir: Path,
+    database: str = EMBEDDED_DATABASE,
+    *,
+    keep_running: bool = False,
+    idle_minutes: float = DEFAULT_IDLE_MINUTES,
 ) -> str:
     """The asyncpg URL of `database` on the embedded PostgreSQL under data_dir, started if needed.
 
@@ -141,7 +151,59 @@ def start_embedded_postgres(
     running = running_embedded_postgres(data_dir)
     if running is None:
         raise RuntimeError(f"The embedded PostgreSQL in {pgdata} did not start; its log is {pgdata / 'log'}")
+    _watch(running, idle_minutes)
     return running.url(database)
+
+
+@dataclass(frozen=True, slots=True)
+class Watchdog:
+    """What the watchdog of a running embedded PostgreSQL last saw."""
+
+    idle_seconds: float  # 0: it never stops the server for being idle
+    idle_since: datetime | None  # when its last client left; None while one is connected
+
+    @property
+    def stops_at(self) -> datetime | None:
+        """When it stops the server unless a client connects first."""
+        if self.idle_seconds <= 0 or self.idle_since is None:
+            return None
+        return self.idle_since + timedelta(seconds=self.idle_seconds)
+
+
+def embedded_watchdog(data_dir: Path) -> Watchdog | None:
+    """The watchdog of data_dir's embedded PostgreSQL, if one runs and has looked at least once."""
+    pgdata = _pgdata(data_dir)
+    try:
+        state = json.loads((pgdata / "personae-watchdog.json").read_text())
+        args = Path(f"/proc/{int(state['pid'])}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if os.fsencode(_WATCHDOG.name) not in args or os.fsencode(pgdata) not in args.split(b"\0"):
+        return None
+    since = state.get("idle_since")
+    return Watchdog(
+        float(state["idle_seconds"]), None if since is None else datetime.fromtimestamp(float(since), UTC)
+    )
+
+
+def _watch(server: EmbeddedServer, idle_minutes: float) -> None:
+    """Start the server's watchdog unless one runs (it detaches: this returns once it has forked)."""
+    if os.name != "posix" or embedded_watchdog(server.pgdata.parent) is not None:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+    argv = [str(server.pgdata), str(server.pid), str(server.socket_dir), str(server.port)]
+    argv += [str(POSTGRES_BIN_PATH / "psql"), str(max(0.0, idle_minutes) * 60)]
+    subprocess.run(
+        [sys.executable, str(_WATCHDOG), *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+        timeout=60,
+    )
 
 
 def _clear_stale_lock(pgdata: Path) -> None:

@@ -1,17 +1,17 @@
-"""Shared fixtures: one real PostgreSQL (embedded, or DATABASE_URL), migrated once per session.
+"""Shared fixtures: one real PostgreSQL per run (embedded, or TEST_DATABASE_URL), each test process
+(pytest-xdist worker) with its own database cloned from a migrated template (testkit/postgres.py).
 
 Each test gets a sessionmaker bound to a connection whose outer transaction is rolled back, so tests
 see only their own rows (rafsaf's pattern). Tests that need real commits across connections (worker
-races) use `committed_sessionmaker`, which empties the tables afterwards.
+races) use `committed_sessionmaker`, which empties the tables afterwards. Tiers, timeouts and the
+children a test leaves behind: tests/tiers.py (docs/TESTING.md).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,38 +23,73 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from memory.recall.embedders import Embedder, LocalEmbedder
-from models.database import create_engine, start_embedded_postgres
-from models.migrate import upgrade_database
+from bot.runtime import Runtime
+from memory.recall.embedders import Embedder
+from memory.recall.local_embedder import LocalEmbedder
+from models.database import create_engine
 from testkit.llm_server import LLMTestServer
+from testkit.postgres import RunCluster, join_run_cluster, leave_run_cluster, run_root
+from testkit.processes import children, kill_children, reset_signal_dispositions
+from tests.tiers import mark_tiers, register_markers
 
-TEST_DATABASE = "personae_test"
+_RUN_ID = "PERSONAE_TEST_RUN"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    reset_signal_dispositions()
+    register_markers(config)
+    # `python -m bot.cli` in a subprocess runs this checkout's code whatever its working directory (a
+    # test's tmp folder would otherwise find the installed one, another checkout's in a worktree).
+    root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    # The controller names the run; xdist workers inherit its environment, so they share one server.
+    if not hasattr(config, "workerinput"):
+        os.environ.setdefault(_RUN_ID, uuid.uuid4().hex)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The controller outlives every worker: it stops the run's server and deletes its folder.
+    if not hasattr(config, "workerinput") and _RUN_ID in os.environ:
+        leave_run_cluster(run_root(os.environ[_RUN_ID]))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_tiers(config, items)
+
+
+@pytest.fixture(autouse=True)
+def _children_die_with_their_test() -> Iterator[None]:
+    """Whatever a test started and left running (it failed, or timed out, before stopping it) is
+    killed with the test rather than outliving the run."""
+    before = children()
+    yield
+    kill_children(children() - before)
 
 
 @pytest.fixture(scope="session")
-def pg_data_dir() -> Path:
-    """A short, world-traversable folder: PostgreSQL runs as another user when tests run as root,
-    and its unix socket path must stay under 107 bytes (pytest's tmp dirs are 0700 and long)."""
-    path = tempfile.mkdtemp(prefix="personae-pg-")
-    os.chmod(path, 0o755)
-    # Registered before pgserver registers its own stop, so it runs after the server stopped (LIFO).
-    atexit.register(shutil.rmtree, path, True)
-    return Path(path)
+def worker_name(worker_id: str) -> str:
+    """`gw0`, `gw1`... under xdist, `main` otherwise: the suffix of this process's databases."""
+    return worker_id if worker_id != "master" else "main"
 
 
 @pytest.fixture(scope="session")
-def database_url(pg_data_dir: Path) -> str:
-    """DATABASE_URL when set (a throwaway database!), else a fresh embedded PostgreSQL."""
+def run_cluster() -> RunCluster:
+    """The run's PostgreSQL: TEST_DATABASE_URL when set (a throwaway server!), else embedded."""
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
-        return url.replace("postgresql://", "postgresql+asyncpg://", 1)
-    return start_embedded_postgres(pg_data_dir, database=TEST_DATABASE)
+        url = url.replace("postgresql://", "postgresql+asyncpg://", 1)
+    return join_run_cluster(run_root(os.environ[_RUN_ID]), url)
+
+
+@pytest.fixture(scope="session")
+async def database_url(run_cluster: RunCluster, worker_name: str) -> str:
+    """This process's database, migrated (a clone of the run's template)."""
+    return await run_cluster.clone(f"personae_test_{worker_name}")
 
 
 @pytest.fixture(scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(database_url)
-    await upgrade_database(engine)
     yield engine
     await engine.dispose()
 
@@ -89,25 +124,18 @@ async def committed_sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_ses
             await connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
 
-def _url_for_database(url: str, name: str) -> str:
-    base, _, query = url.partition("?")
-    return base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+@pytest.fixture
+async def scratch_database_url(run_cluster: RunCluster, worker_name: str) -> str:
+    """A database of its own at the newest schema, for tests whose commits (subprocesses, CLI runs) must
+    not leak: a fresh clone of the template, so no command of the test pays for the migrations. The
+    next test's replaces it; the run's end removes the last."""
+    return await run_cluster.clone(f"personae_scratch_{worker_name}")
 
 
 @pytest.fixture
-async def scratch_database_url(engine: AsyncEngine, database_url: str) -> AsyncIterator[str]:
-    """An empty database of its own, for tests whose commits (subprocesses, migrations) must not leak."""
-
-    async def recreate(drop_only: bool = False) -> None:
-        async with engine.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await connection.execute(text("DROP DATABASE IF EXISTS personae_scratch WITH (FORCE)"))
-            if not drop_only:
-                await connection.execute(text("CREATE DATABASE personae_scratch"))
-
-    await recreate()
-    yield _url_for_database(database_url, "personae_scratch")
-    await recreate(drop_only=True)
+async def empty_database_url(run_cluster: RunCluster, worker_name: str) -> str:
+    """A database of its own with no schema at all, for tests of the migrations themselves."""
+    return await run_cluster.empty(f"personae_empty_{worker_name}")
 
 
 @pytest.fixture
@@ -131,7 +159,7 @@ async def open_test_runtime(
     embedder: Embedder,
     data_dir: Path,
     **settings: Any,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Runtime]:
     """The bot's Runtime built the way bot/runtime.py builds it, from the test pieces: a pooled
     sessionmaker with real commits (the concurrent path production runs), a fresh Qdrant Edge under
     `data_dir`, the real embedder, and these settings."""
@@ -159,7 +187,7 @@ async def runtime(
     embedder: Embedder,
     llm_server: LLMTestServer,
     tmp_path: Path,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Runtime]:
     """The bot's Runtime (tables emptied after the test), the LLM test server as chat and summarizer."""
     async with open_test_runtime(
         engine,
@@ -182,7 +210,7 @@ async def runtime_without_chat_model(
     engine: AsyncEngine,
     embedder: Embedder,
     tmp_path: Path,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[Runtime]:
     """The bot's Runtime of a deployment that set no CHAT_MODEL (nor SUMMARIZER_MODEL)."""
     async with open_test_runtime(engine, committed_sessionmaker, embedder, tmp_path / "data") as runtime:
         yield runtime

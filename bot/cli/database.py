@@ -1,7 +1,9 @@
 """`personae db`: the database schema, and the life of the embedded PostgreSQL.
 
 The embedded server starts with the first command that needs it and keeps running afterwards, so
-the next command starts at once; `db stop` stops it, `db status` says whether it runs.
+the next command starts at once, until it has had no client for EMBEDDED_POSTGRES_IDLE_MINUTES (its
+watchdog, models/pg_watchdog.py, stops it); `db stop` stops it now, `db status` says whether it runs
+and when it will stop.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Core
     from bot.settings import BotSettings
+    from models.database import Watchdog
 
 
 def add_commands(commands: Subcommands) -> None:
@@ -45,7 +48,7 @@ async def cmd_db_upgrade(args: argparse.Namespace, core: Core) -> None:
 
 
 def cmd_db_status(args: argparse.Namespace, settings: BotSettings) -> int:
-    from models.database import running_embedded_postgres
+    from models.database import embedded_watchdog, running_embedded_postgres
 
     if settings.database_url:
         from sqlalchemy.engine import make_url
@@ -63,6 +66,7 @@ def cmd_db_status(args: argparse.Namespace, settings: BotSettings) -> int:
             f"database: the embedded PostgreSQL in {where}, running (pid {server.pid}, "
             f"since {server.started_at:%Y-%m-%d %H:%M} UTC); `personae db stop` stops it"
         )
+        print(f"stops:    {_when_it_stops(embedded_watchdog(settings.personae_data_dir))}")
         url = server.url()
     print(f"schema:   {asyncio.run(_schema_revision(url))}")
     if (aside := asyncio.run(_set_aside(url))) is not None:
@@ -87,6 +91,15 @@ async def _set_aside(url: str) -> int | None:
         return None
     finally:
         await engine.dispose()
+
+
+def _when_it_stops(watchdog: Watchdog | None) -> str:
+    if watchdog is None or watchdog.idle_seconds <= 0:
+        return "when `personae db stop` stops it"
+    spell = f"{watchdog.idle_seconds / 60:g} minute(s) with no client"
+    if watchdog.stops_at is None:
+        return f"by itself after {spell}; clients are connected now"
+    return f"by itself at {watchdog.stops_at:%Y-%m-%d %H:%M:%S} UTC ({spell}) unless a client connects"
 
 
 async def _schema_revision(url: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.client import PersonaeBot
+from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import FakeDiscord
 from tests.bot.state import StartBot
@@ -24,7 +25,7 @@ async def discord_world() -> AsyncIterator[FakeDiscord]:
 
 
 @pytest.fixture
-def start_bot(discord_world: FakeDiscord, runtime: Any) -> StartBot:
+def start_bot(discord_world: FakeDiscord, runtime: Runtime) -> StartBot:
     """Start the shipped bot on the fake Discord, on the test runtime with these settings changed."""
 
     async def start(**settings: Any) -> PersonaeBot:
@@ -44,12 +45,12 @@ async def fake_discord(discord_world: FakeDiscord, start_bot: StartBot) -> FakeD
 
 
 @pytest.fixture
-async def lilith(runtime: Any) -> Personality:
+async def lilith(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Lilith", prompt="You are Lilith.")
     return personality
 
 
 @pytest.fixture
-async def sage(runtime: Any) -> Personality:
+async def sage(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Sage", prompt="You are Sage.")
     return personality

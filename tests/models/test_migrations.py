@@ -34,9 +34,9 @@ EXPECTED_TABLES = {
 
 
 @pytest.fixture
-async def scratch_engine(scratch_database_url: str) -> AsyncIterator[AsyncEngine]:
+async def scratch_engine(empty_database_url: str) -> AsyncIterator[AsyncEngine]:
     """A separate, empty database so up/down migrations don't disturb the shared one."""
-    scratch = create_engine(scratch_database_url)
+    scratch = create_engine(empty_database_url)
     yield scratch
     await scratch.dispose()
 

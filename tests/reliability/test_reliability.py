@@ -3,34 +3,21 @@
 `python -m bench.reliability` runs the same case functions at full scale and records the figures in
 docs/RELIABILITY.md; here each case is one test, its outcome the assertion, so what CI checks and what
 the table reports are one and the same code. Cases of an area share the area's lab (a database of its
-own in the session's PostgreSQL, a data folder, the LLM test servers, personae's runtime on them).
+own in the session's PostgreSQL, a data folder, the LLM servers, personae's runtime on them; conftest.py).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
+from bench.heavy import HEAVY
 from bench.reliability_cases import Case, Scale, all_cases
-from bench.reliability_cases.lab import Cluster, LabPool
-from bench.reliability_cases.runner import AREA_OPTIONS, run_case
+from bench.reliability_cases.lab import LabPool
+from bench.reliability_cases.runner import run_case
 
-CASES = all_cases()
+# The benchmark-sized ones run by `python -m bench.heavy` instead (minutes each; see there).
+CASES = [case for case in all_cases() if case.id not in HEAVY]
 QUICK = Scale(quick=True)
-
-
-@pytest.fixture(scope="session")
-async def lab_pool(database_url: str) -> AsyncIterator[LabPool]:
-    # World-traversable: a case's own PostgreSQL may run as another user and read files here.
-    with tempfile.TemporaryDirectory(prefix="personae-reliability-") as root:
-        os.chmod(root, 0o755)
-        pool = LabPool(Cluster(database_url), Path(root), AREA_OPTIONS)
-        yield pool
-        await pool.aclose()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -39,6 +26,10 @@ async def test_case_holds(case: Case, lab_pool: LabPool) -> None:
     assert row.outcome.ok, (
         f"{case.id}: {case.did}\nexpected: {case.expected}\nhappened: {row.outcome.happened}\n{row.detail}"
     )
+
+
+def test_the_cases_moved_to_bench_heavy_exist() -> None:
+    assert {c.id for c in all_cases()} >= HEAVY
 
 
 def test_there_are_at_least_forty_bad_input_cases() -> None:

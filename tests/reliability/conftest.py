@@ -1,0 +1,44 @@
+"""The reliability cases' labs, one per area, on databases of this test process (xdist worker) only."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bench.reliability_cases.lab import Cluster, LabPool
+from bench.reliability_cases.runner import AREA_OPTIONS
+
+
+@dataclass
+class WorkerCluster(Cluster):
+    """The run's server, each database named for this worker: two workers opening the same area's lab
+    must not drop each other's database."""
+
+    prefix: str = ""
+
+    async def create_database(self, name: str) -> str:
+        return await super().create_database(f"{self.prefix}{name}")
+
+
+@pytest.fixture(scope="session")
+async def lab_pool(database_url: str, worker_name: str) -> AsyncIterator[LabPool]:
+    # World-traversable: a case's own PostgreSQL may run as another user and read files here.
+    with tempfile.TemporaryDirectory(prefix="personae-reliability-") as root:
+        os.chmod(root, 0o755)
+        pool = LabPool(WorkerCluster(database_url, prefix=f"{worker_name}_"), Path(root), AREA_OPTIONS)
+        yield pool
+        await pool.aclose()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The cases of an area share its lab: under `--dist loadgroup` they run on one worker, which
+    opens that lab once."""
+    for item in items:
+        case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
+        if case is not None and item.path.parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.xdist_group(case.area))

@@ -1,0 +1,68 @@
+"""Each test's tier, read from what it needs, and what keeps a test from waiting forever.
+
+Tiers, cheapest first (docs/TESTING.md): `pure` (no database), `database` (the test PostgreSQL),
+`model` (the local embedding model), `runtime` (personae's whole runtime: database, index, model, the
+LLM test server), `process` (real `personae` processes, or servers of its own). A test is marked
+with the highest tier it needs, read from its fixtures and its module, so new tests are marked without
+anyone remembering to; `scripts/test --quick` runs the first three.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from functools import cache
+from types import ModuleType
+
+import pytest
+
+TIERS = ("pure", "database", "model", "runtime", "process")
+QUICK = ("pure", "database", "model")
+
+# Generous: a timeout catches a hang, not a slow test. A test may set its own with @pytest.mark.timeout.
+TIMEOUTS = {"pure": 60, "database": 120, "model": 120, "runtime": 180, "process": 300}
+
+_NEEDS = {
+    "process": {"lab_pool", "embedded_data_dir"},
+    "runtime": {"runtime", "runtime_without_chat_model"},
+    "model": {"embedder"},
+    "database": {"engine", "database_url", "run_cluster", "scratch_database_url", "empty_database_url"},
+}
+
+
+@cache
+def _module_tier(module: ModuleType) -> str:
+    """What a test module's own code needs: other processes (`subprocess`,
+    `asyncio.create_subprocess_exec`), or personae's runtime opened by its CLI in-process."""
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        return "pure"
+    if "subprocess" in source:
+        return "process"
+    return "runtime" if "from bot.cli import main" in source else "pure"
+
+
+def tier_of(fixtures: Iterable[str], module: ModuleType | None) -> str:
+    needed = set(fixtures)
+    floor = _module_tier(module) if module is not None else "pure"
+    for tier in ("process", "runtime", "model", "database"):
+        if tier == floor:
+            return tier
+        if needed & _NEEDS[tier]:
+            return tier
+    return "pure"
+
+
+def mark_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier and that tier's timeout (unless the test sets its own)."""
+    for item in items:
+        tier = tier_of(getattr(item, "fixturenames", ()), getattr(item, "module", None))
+        item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIMEOUTS[tier]))
+
+
+def register_markers(config: pytest.Config) -> None:
+    for tier in TIERS:
+        config.addinivalue_line("markers", f"{tier}: a test of the {tier} tier (tests/tiers.py)")
