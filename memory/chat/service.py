@@ -26,6 +26,7 @@ from memory.chat.prompt import (
     PromptPersona,
     build_context,
 )
+from memory.chat.recalled import out_of_view, prompt_text
 from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Addressee, Route, RoutingDirectory
@@ -294,7 +295,7 @@ class ChatService:
             )
             for m in reversed(rows)
         ] or [HistoryMessage(role="user", content=request.text, author_name=request.user_name)]
-        memories = await recall if recall is not None else []
+        memories = out_of_view(await recall if recall is not None else [], [m.external_id for m in rows])
         answered = personas.get(request.user_id)
         card = CardParts.of(
             prepared.personality.card,
@@ -306,7 +307,7 @@ class ChatService:
         built = build_context(
             system_prompt=prepared.personality.system_prompt,
             user_name=request.user_name,
-            memories=[m.text_with_context for m in memories],
+            memories=[prompt_text(m) for m in memories],
             summary=summary,
             history=history,
             budget=budget,
