@@ -2,10 +2,11 @@
 
 A correction ("My horse is called Bramble" for "... Thistle") records the values it took out of the
 claim (`WrongValues`): the names the correction no longer holds (or, when no name changed, the rare
-words it swapped for others), and the numbers and dates it changed. A memory that states one of them, on any side of its exchange (the user's words or
-the personality's), states the wrong claim: the correction supersedes it. A number or a date on its
-own is too common to tell ("3 bags of food" is no "3 cats"): it counts only beside a word of what the
-claim is about, one the correction kept ("cat").
+words it swapped for others), and the numbers and dates it changed. A memory that states one of
+them, on any side of its exchange (the user's words or the personality's), states the wrong claim:
+the correction supersedes it. A number or a date on its own is too common to tell ("3 bags of food"
+is no "3 cats"): it counts only beside a word of what the claim is about, one the correction kept
+("cat").
 
 Who said it decides what happens to a new memory (`Verdict`): the user saying the claim again after
 it was corrected or forgotten is their newest word, remembered; anything else that states it (the

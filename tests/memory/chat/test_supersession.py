@@ -66,7 +66,8 @@ async def test_a_correction_supersedes_every_memory_of_the_wrong_name(
     after = {m.id: m for m in await memories(runtime)}
     async with runtime.sessionmaker() as session:
         [claim] = (await session.scalars(select(ForgottenClaim))).all()
-    assert claim.corrected_text == "My horse is called Bramble." and claim.facts["wrong"]["words"] == ["thistle"]
+    assert claim.corrected_text == "My horse is called Bramble."
+    assert claim.facts["wrong"]["words"] == ["thistle"]
     for m in with_thistle:  # kept, marked with the date and the correction that superseded them
         assert after[m.id].forgotten_claim_id == claim.id and after[m.id].superseded_at is not None
         assert after[m.id].state != "deleted" and "Thistle" in after[m.id].content
