@@ -84,15 +84,19 @@ class StoredClaim:
         """Whether a text (a memory's whole text) holds a value the correction took out."""
         return self.wrong is not None and self.wrong.stated_in(vocabulary(whole))
 
-    def verdict(self, users_words: Statement, whole: str, *, said_at: datetime) -> Verdict:
+    def verdict(
+        self, users_words: Statement, replies: Statement | None, whole: str, *, said_at: datetime
+    ) -> Verdict:
         """What a new memory does with this claim: the user's words (with their meaning) saying it
-        again after it was recorded restate it; otherwise the memory states it or not."""
+        again after it was recorded restate it; otherwise the memory states it (the personality's
+        replies, with theirs, say it again, or its whole text holds a wrong value) or not."""
         by_user = self.said_again_by(users_words) or (
             self.wrong is not None and users_words.held is not None and self.wrong.stated_in(users_words.held)
         )
         if by_user and (self.created_at is None or said_at > self.created_at):
             return Verdict.RESTATED
-        return Verdict.SUPERSEDED if by_user or self.stated_in(whole) else Verdict.NONE
+        by_reply = replies is not None and self.said_again_by(replies)
+        return Verdict.SUPERSEDED if by_user or by_reply or self.stated_in(whole) else Verdict.NONE
 
     def said_again_by(self, said: Statement) -> bool:
         """Whether `said` says this claim again, and not rather its correction."""

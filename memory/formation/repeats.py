@@ -37,6 +37,7 @@ from memory.formation.restatements import (
     Statement,
     claim_text,
     holds_facts,
+    reply_text,
     says_again,
     shares_anchors,
     statement,
@@ -135,7 +136,9 @@ async def screen_batch(
         texts = [claim_text(row["content"], name or "") for row in rows]
         said = [statement(t, None, speakers=_speakers(f, name)) for t, f in zip(texts, formed, strict=True)]
         claims = await claims_of(session, conversation.personality_id, {f.exchange.user_id for f in formed})
-        superseded, screened.restated = await _claims_stated(store, formed, rows, texts, said, claims)
+        superseded, screened.restated = await _claims_stated(
+            store, formed, rows, texts, said, claims, name or ""
+        )
         now = datetime.now(UTC)
         for i, claim_id in superseded.items():
             rows[i]["forgotten_claim_id"], rows[i]["superseded_at"] = claim_id, now
@@ -217,22 +220,34 @@ async def _claims_stated(
     texts: Sequence[str],
     said: Sequence[Statement],
     claims: dict[str, list[StoredClaim]],
+    personality_name: str,
 ) -> tuple[dict[int, int], set[int]]:
     """The memories of the batch that state a claim their user forgot or corrected, with the claim,
     and the claims their user said again (memory.formation.supersession)."""
     asked = [i for i, f in enumerate(formed) if claims.get(f.exchange.user_id)]
     if not asked:
         return {}, set()
-    # Only for users with recorded claims: the user's side of the text, with its own meaning.
-    vectors = await store.embedder.embed([strip_chat_template_tokens(texts[i]) for i in asked])
+    # Only for users with recorded claims: each side of the text, with its own meaning.
+    replies = {
+        i: r
+        for i in asked
+        if (r := strip_chat_template_tokens(reply_text(rows[i]["content"], personality_name)))
+    }
+    vectors = await store.embedder.embed(
+        [strip_chat_template_tokens(texts[i]) for i in asked] + list(replies.values())
+    )
+    reply_said = {
+        i: statement(text, vector)
+        for (i, text), vector in zip(replies.items(), vectors[len(asked) :], strict=True)
+    }
     superseded: dict[int, int] = {}
     restated: set[int] = set()
-    for i, vector in zip(asked, vectors, strict=True):
+    for i, vector in zip(asked, vectors[: len(asked)], strict=True):
         with_meaning = dataclasses.replace(said[i], vector=unit_vector(vector))
         exchange = formed[i].exchange
         said_at = max((m.created_at for m in exchange.user_messages), default=rows[i]["occurred_at"])
         for claim in claims[exchange.user_id]:
-            verdict = claim.verdict(with_meaning, rows[i]["content"], said_at=said_at)
+            verdict = claim.verdict(with_meaning, reply_said.get(i), rows[i]["content"], said_at=said_at)
             if verdict is Verdict.RESTATED:
                 restated.add(claim.id)
             elif verdict is Verdict.SUPERSEDED:
