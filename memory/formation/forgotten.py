@@ -67,6 +67,7 @@ class MemoryClaim:
     conversation_id: int | None
     repeat_of: uuid.UUID | None
     content: str = ""  # the whole text, the personality's lines too
+    venue: tuple[str | None, bool] = (None, False)  # its guild, and whether it was said in a DM
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,25 +131,28 @@ async def memory_claims(session: AsyncSession, *conditions: ColumnElement[bool])
             Memory.user_id,
             Memory.content,
             Personality.display_name,
-            _speakers(),
+            _speakers().label("spoke"),
             Memory.conversation_id,
             Memory.repeat_of,
+            Memory.guild_id,
+            Memory.is_dm,
         )
         .join(Personality, Personality.id == Memory.personality_id)
         .where(Memory.state != MemoryState.DELETED.value, *conditions)
     )
     return [
         MemoryClaim(
-            memory_id,
-            personality_id,
-            user_id,
-            claim_text(content, name),
-            (name, *(s for s in spoke or () if s)),
-            conversation_id,
-            repeat_of,
-            content,
+            row.id,
+            row.personality_id,
+            row.user_id,
+            claim_text(row.content, row.display_name),
+            (row.display_name, *(s for s in row.spoke or () if s)),
+            row.conversation_id,
+            row.repeat_of,
+            row.content,
+            (row.guild_id, row.is_dm),
         )
-        for memory_id, personality_id, user_id, content, name, spoke, conversation_id, repeat_of in rows
+        for row in rows
     ]
 
 

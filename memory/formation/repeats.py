@@ -8,11 +8,12 @@ Two checks, in order, each on what a memory claims (memory.formation.restatement
    (memory.formation.supersession).
 2. A memory saying what one of the same user and personality already says (the same key facts both
    ways, nothing negated, its text's embedding at least REPEAT_CLOSENESS from the other's) is a
-   repeat. Said in the same conversation, it reinforces that memory instead of adding a row: the
-   memory's `times_said` and `last_said_at` go up and its messages join the memory's sources, so that
-   "Forget this" on them, an export and the keyword index all still find them. Said in another
-   conversation of the same user and personality (another venue, seen by other recalls) it is
-   written, marked `repeat_of` the first, and reinforces it: recall shows one of the two.
+   repeat, and reinforces that memory instead of adding a row: the memory's `times_said` and
+   `last_said_at` go up. Said in the same conversation, its messages join the memory's sources, so
+   that "Forget this" on them, an export and the keyword index all still find them; said in another
+   conversation of the same venue (the same guild, or the DM: `chat --new`, a new thread) the first
+   memory is reinforced alone. Said in another venue (seen by other recalls: a guild against the DM)
+   it is written, marked `repeat_of` the first, and reinforces it: recall shows one of the two.
 
 The candidates are the few nearest memories in the index (one search per memory, off the chat
 path) and the batch's own earlier memories.
@@ -158,6 +159,7 @@ async def screen_batch(
     for i in kept:
         row = rows[i]
         # (same conversation, closeness, the memory or an earlier row of the batch) of each it repeats
+        place = (row["guild_id"], row["is_dm"])
         repeated: list[tuple[bool, float, uuid.UUID | int]] = [
             (c.conversation_id == row["conversation_id"], score, hit)
             for hit, score in nearest[i]
@@ -185,6 +187,11 @@ async def screen_batch(
             screened.reinforced.setdefault(target, Reinforcement()).add(
                 row["occurred_at"], row["source_message_ids"]
             )
+            screened.repeats += 1
+        elif stored[target][0].venue == place:
+            # Its messages are of another conversation: the memory's sources are of its own.
+            root = stored[target][0].repeat_of or target
+            screened.reinforced.setdefault(root, Reinforcement()).add(row["occurred_at"], ())
             screened.repeats += 1
         else:
             root = stored[target][0].repeat_of or target
