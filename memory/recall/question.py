@@ -106,6 +106,7 @@ class AnswerKind(enum.Enum):
 _MONTHS = "january february march april may june july august september october november december"
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
 _DATE_WORDS = frozenset(_MONTHS.split()) | frozenset(_WEEKDAYS.split())
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NAMING = frozenset({"called", "name", "named", "names", "call"})
 _NUMBER_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty sixty "
@@ -165,7 +166,8 @@ class Question:
         pattern = _HOLDS.get(self.answer_kind)
         if pattern is not None:
             return pattern.search(text) is not None
-        return any(name.lower() not in self.known for name in _NAME_IN_SENTENCE.findall(text))
+        names = (name.lower() for name in _NAME_IN_SENTENCE.findall(text))
+        return any(name not in self.known and name not in _DATE_WORDS for name in names)  # "on May 12th"
 
     def coverage(self, text: str) -> float:
         """The share of the question's content (by weight) that the text holds: 0 without any."""
@@ -177,6 +179,19 @@ class Question:
         if any(word <= held for word in self.listed):  # one whole keyword of a list searched for each
             return max(share, LISTED_WORD_SHARE)
         return share
+
+
+def asked_in(text: str) -> tuple[str, str]:
+    """The text's questions (sentences ending in "?" that open with a wh-word or an auxiliary: "What
+    is my dog called?", not "I'm moving to Lisbon, what do you think?"), and the rest of it."""
+    asked: list[str] = []
+    rest: list[str] = []
+    for sentence in _SENTENCE.split(text.strip()):
+        opening = _WORD.match(sentence.strip())
+        first = opening.group().lower().split("'")[0] if opening else ""
+        is_question = sentence.rstrip().endswith("?") and (first in _WH or first in _AUXILIARIES)
+        (asked if is_question else rest).append(sentence)
+    return " ".join(asked), " ".join(rest)
 
 
 def read_question(query: str, names: Collection[str] = ()) -> Question:

@@ -12,6 +12,8 @@ said: "without a lecture" in Lilith's reply makes no memory of a "quantum chromo
   When one does, the others that share no word with the question and stay below
   the floor are left out too, and so is any whose score is 0 (the last of every side found, and
   earning no bonus).
+- Answers before questions: a memory whose user only asked the question again goes after the others
+  (`questions_last`), and earns no bonus.
 - The bonuses: ANSWER_KIND_BONUS for a memory that holds the kind of answer asked for, unless only
   its reply does while its user asked a question (the memory of asking, not of the answer);
   HEAD_BONUS for one that holds the noun asked about.
@@ -20,15 +22,24 @@ said: "without a lecture" in Lilith's reply makes no memory of a "quantum chromo
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, MutableMapping
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from sqlalchemy import ScalarSelect, any_, func, select
 
 from memory.recall.keywords import encode_sparse_query
-from memory.recall.question import Question
+from memory.recall.question import Question, asked_in
 from memory.types import MessageRole
 from models import Memory, Message
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> uuid.UUID: ...
+
+
+T = TypeVar("T", bound=_Identified)
 
 # The relevance floor (see the module docstring). A question about the user ("my", "I") or naming
 # either of the two who talk asks about their life, which these memories are: the bar is low (a
@@ -98,6 +109,18 @@ class MemoryWords:
         REPLY_SHARE."""
         return max(question.coverage(self.users), REPLY_SHARE * question.coverage(self.all))
 
+    def asks_again(self, question: Question) -> bool:
+        """Whether the user's words only ask the question again ("What car do I drive, do you
+        remember?"): a question of theirs holds half its content, the rest of their words none of
+        it, and no answer of the kind asked for."""
+        asked, rest = asked_in(self.users)
+        return (
+            bool(asked)
+            and question.coverage(asked) >= HALF_THE_CONTENT
+            and question.coverage(rest) == 0
+            and not question.holds_answer(self.users)
+        )
+
     def answers(self, question: Question) -> bool:
         """Whether it holds the kind of answer asked for, and not only in a reply to the user asking."""
         if question.holds_answer(self.users):
@@ -148,7 +171,18 @@ def add_bonuses(
 ) -> None:
     """ANSWER_KIND_BONUS and HEAD_BONUS added to the scores of the memories that earn them."""
     for i, w in words.items():
+        if w.asks_again(question):
+            continue
         if w.answers(question):
             scores[i] = scores.get(i, 0.0) + ANSWER_KIND_BONUS
         if question.holds_head(w.all):
             scores[i] = scores.get(i, 0.0) + HEAD_BONUS
+
+
+def questions_last(
+    ranked: Sequence[T], question: Question, words: Mapping[uuid.UUID, MemoryWords]
+) -> list[T]:
+    """The memories in order, those whose user only asked the question again (`asks_again`) after
+    the others, in their order."""
+    asking = {i for i, w in words.items() if w.asks_again(question)}
+    return [m for m in ranked if m.id not in asking] + [m for m in ranked if m.id in asking]

@@ -32,7 +32,14 @@ from memory.owners.user_settings import fresh_setting
 from memory.recall.index import Candidates
 from memory.recall.query import dense_query, names_of
 from memory.recall.question import read_question
-from memory.recall.relevance import SAID_BY_USER, SAID_IN_REPLY, MemoryWords, add_bonuses, relevant
+from memory.recall.relevance import (
+    SAID_BY_USER,
+    SAID_IN_REPLY,
+    MemoryWords,
+    add_bonuses,
+    questions_last,
+    relevant,
+)
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import Memory, Message, UserSettings
@@ -49,6 +56,9 @@ DENSE_WEIGHT = 0.3
 # question's content words are few. bench.recall_questions direct first, verbatim / summarized: 83.6 /
 # 82.9% at 0.3, 85.7 / 85.0% at 0.4 to 0.5, 85.0% at 0.6; LoCoMo's questions are in the third person.
 ABOUT_USER_DENSE_WEIGHT = 0.5
+# The least a side gives a memory it found (min-max would give its last 0): a score of 0 means found
+# by neither, never relevant (memory.recall.relevance).
+FOUND_FLOOR = 0.01
 # A memory only the dense side found, at a cosine this low, is noise rather than a memory of what was
 # asked. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones 0.3 and up; a
 # memory with a keyword in common is kept whatever its cosine.
@@ -126,7 +136,7 @@ class RecalledMemory(StoredMemory):
 
 
 def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[uuid.UUID, float]:
-    """Each side's scores min-max normalised to [0, 1], then weighted and summed (absent = 0).
+    """Each side's scores min-max normalised to [FOUND_FLOOR, 1], then weighted and summed (absent = 0).
 
     A blend of scores rather than of ranks: the weaker side cannot lift its long tail over what the
     stronger side found clearly, and a memory both sides found scores highest. In [0, 1].
@@ -138,7 +148,7 @@ def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[
         low, high = min(h.score for h in hits), max(h.score for h in hits)
         for hit in hits:
             normalised = 1.0 if high <= low else (hit.score - low) / (high - low)
-            fused[hit.id] = fused.get(hit.id, 0.0) + weight * normalised
+            fused[hit.id] = fused.get(hit.id, 0.0) + weight * max(normalised, FOUND_FLOOR)
     return fused
 
 
@@ -218,7 +228,7 @@ async def recall(
         read = [m for m in read if m.id in allowed]
         if not read:
             return []
-        ranked = one_of_each(pins_first(by_score(read, scores), about))
+        ranked = one_of_each(pins_first(questions_last(by_score(read, scores), question, words), about))
         vectors = await index.dense_vectors([m.id for m in ranked])
         hits = restatements_last(ranked, vectors, names)[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
