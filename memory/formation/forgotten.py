@@ -34,6 +34,7 @@ from memory.formation.fidelity import vocabulary
 from memory.formation.restatements import Statement, claim_text, closeness, says_again, statement, unit_vector
 from memory.formation.supersession import Verdict, WrongValues, wrong_values
 from memory.recall.keywords import encode_sparse_query
+from memory.recall.relevance import SAID_BY_USER
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import ForgottenClaim, Memory, Message, Personality
@@ -132,6 +133,7 @@ async def memory_claims(session: AsyncSession, *conditions: ColumnElement[bool])
             Memory.content,
             Personality.display_name,
             _speakers().label("spoke"),
+            SAID_BY_USER.label("said"),
             Memory.conversation_id,
             Memory.repeat_of,
             Memory.guild_id,
@@ -145,7 +147,7 @@ async def memory_claims(session: AsyncSession, *conditions: ColumnElement[bool])
             row.id,
             row.personality_id,
             row.user_id,
-            claim_text(row.content, row.display_name),
+            row.said or claim_text(row.content, row.display_name),
             (row.display_name, *(s for s in row.spoke or () if s)),
             row.conversation_id,
             row.repeat_of,

@@ -134,7 +134,12 @@ async def screen_batch(
         name = await session.scalar(
             select(Personality.display_name).where(Personality.id == conversation.personality_id)
         )
-        texts = [claim_text(row["content"], name or "") for row in rows]
+        # What the user said in each exchange, not its summary: two vague summaries ("Alice told
+        # Sage about her plans") of different exchanges are no repeat.
+        texts = [
+            "\n".join(m.content for m in f.exchange.user_messages) or claim_text(row["content"], name or "")
+            for row, f in zip(rows, formed, strict=True)
+        ]
         said = [statement(t, None, speakers=_speakers(f, name)) for t, f in zip(texts, formed, strict=True)]
         claims = await claims_of(session, conversation.personality_id, {f.exchange.user_id for f in formed})
         superseded, screened.restated = await _claims_stated(
