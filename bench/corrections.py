@@ -221,7 +221,7 @@ def report(title: str, f: Figures, verbose: bool) -> None:
     print(f"\n{title}")
     print(
         f"  forgotten claims recalled after their paraphrase: {f.claims_recalled} of {f.claims}"
-        f" (paraphrases dropped at formation: {f.dropped_at_formation})"
+        f" (paraphrases superseded at formation: {f.dropped_at_formation})"
     )
     share = 100 * f.suppressed / f.unrelated if f.unrelated else 0.0
     print(
