@@ -193,11 +193,12 @@ def test_two_users_in_one_channel_keep_their_own_memories(
 
     assert recall("B") == []  # Bob never said anything about a PIN, and Alice's PIN is not his
     alice = recall("A")
-    assert alice[0]["source_message_ids"] == ["1", "3"]
+    # Its own words first; the next exchange, which shares no word with "PIN", comes only as context.
+    assert len(alice) == 1 and alice[0]["source_message_ids"] == ["1", "3", "5", "6"]
     assert alice[0]["content"] == (
         "Alice: Lilith, my bank PIN is 4921, remember it\nLilith: Alice, I'll remember your PIN 4921."
+        "\nAlice: ab \ufffd\nLilith: ok \ufffd"
     )
-    assert {"Alice: ab \ufffd\nLilith: ok \ufffd"} <= {m["content"] for m in alice}
     code, out, _ = run(capsys, "memory", "stats", "--personality", "lilith")
     assert "pending: 0 messages" in out
 
