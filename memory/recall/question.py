@@ -258,7 +258,8 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         known=frozenset(named | set(bare)),
         head=frozenset(encode_sparse_query(" ".join({head, *other_forms(head)})).indices if head else ()),
         listed=listed,
-        topic=min(rarity, key=lambda r: r[0])[1] if rarity else frozenset(),  # none for a date
+        # None for a date, nor for a list of keywords: any one of them is what it asks about.
+        topic=min(rarity, key=lambda r: r[0])[1] if rarity and not listed else frozenset(),
     )
 
 
