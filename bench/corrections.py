@@ -17,7 +17,9 @@ and does not after, or is no longer live. Printed first with the lever off (toda
 no claim recorded), then on. The issue asks: forgotten claims recalled 0 times, at most 2%
 unrelated memories suppressed.
 
-    .venv/bin/python -m bench.corrections [--mode summarized|verbatim|hybrid]
+Then issue 31's supersession cases (bench.supersession).
+
+    .venv/bin/python -m bench.corrections [--mode summarized|verbatim|hybrid] [--only-supersession]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from sqlalchemy import any_, literal, select
 
 from bench._common import BenchMemory, bench_memory, bench_parser
+from bench.supersession import measure_supersession, read_cases, report_supersession
 from memory.formation import steering
 from memory.service import TranscriptLine, parse_transcript
 from models import Memory, Personality
@@ -218,7 +221,7 @@ def report(title: str, f: Figures, verbose: bool) -> None:
     print(f"\n{title}")
     print(
         f"  forgotten claims recalled after their paraphrase: {f.claims_recalled} of {f.claims}"
-        f" (paraphrases dropped at formation: {f.dropped_at_formation})"
+        f" (paraphrases superseded at formation: {f.dropped_at_formation})"
     )
     share = 100 * f.suppressed / f.unrelated if f.unrelated else 0.0
     print(
@@ -233,17 +236,23 @@ async def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--mode", default="summarized", choices=["summarized", "verbatim", "hybrid"])
     parser.add_argument("-v", "--verbose", action="store_true", help="list every miss")
+    parser.add_argument("--only-supersession", action="store_true", help="issue 31's cases alone")
     args = parser.parse_args()
-    groups = read_groups()
+    groups = [] if args.only_supersession else read_groups()
     print(
         f"{len(groups)} paraphrase groups, {sum(len(g.unrelated) for g in groups)} unrelated memories, "
         f"mode {args.mode}, recall limit {LIMIT}"
     )
-    with lever_off():
+    if groups:
+        with lever_off():
+            before = await measure(groups, args.mode)
+        report("Before (forget by id only, no claim recorded):", before, args.verbose)
         report(
-            "Before (forget by id only, no claim recorded):", await measure(groups, args.mode), args.verbose
+            "Now (claims recorded and checked by meaning):", await measure(groups, args.mode), args.verbose
         )
-    report("Now (claims recorded and checked by meaning):", await measure(groups, args.mode), args.verbose)
+    async with bench_memory("supersession") as bench:
+        sage, _ = await bench.personalities.create("Sage", memory_mode=args.mode)
+        report_supersession(await measure_supersession(bench, sage, read_cases()), args.verbose)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from memory.recall import question, search, store
+from memory.recall import question, relevance, search, store
 from memory.recall.index import Candidates
 from memory.recall.keywords import keyword_text
 
@@ -54,11 +54,11 @@ LEVERS: dict[str, tuple[Any, str, Any]] = {
     "blend": (search, "fuse", _rrf),
     "weights": (search, "fuse", functools.partial(search.fuse, dense_weight=0.5)),
     # Issue 22's levers, one at a time.
-    "answer-kind": (search, "ANSWER_KIND_BONUS", 0.0),
-    "floor": (search, "RELEVANCE_FLOOR", float("-inf")),
+    "answer-kind": (relevance, "ANSWER_KIND_BONUS", 0.0),
+    "floor": (relevance, "RELEVANCE_FLOOR", float("-inf")),
     "own-lines": (question, "OWN_LINES_SHARE", 0.0),
     "context-of-three": (search, "CONTEXT_HITS", 1),
-    "head": (search, "HEAD_BONUS", 0.0),
+    "head": (relevance, "HEAD_BONUS", 0.0),
     "about-user-dense": (search, "ABOUT_USER_DENSE_WEIGHT", search.DENSE_WEIGHT),
 }
 

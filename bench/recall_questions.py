@@ -6,7 +6,9 @@ bench/data/eval_conversations.jsonl (three users with one personality), examples
 examples/sage.jsonl (two users each), bench/data/seraphina_sillytavern.jsonl (a SillyTavern
 roleplay, read by the product's SillyTavern reader, imported for user `kael`; its answers are named
 `st#N`, the Nth message), and bench/data/brannoc_roleplay.jsonl (a tavern roleplay with *actions*,
-written after the levers were chosen: held out). Questions: bench/data/eval_questions.jsonl (direct,
+written after the levers were chosen: held out), and bench/data/asked_first.jsonl (issue 31: facts
+told, then asked about in exchanges of their own; Wren's replies hold the words of four unrelated
+questions). Questions: bench/data/eval_questions.jsonl (direct,
 over the eval chat) and bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones
 asked of every user).
 
@@ -62,6 +64,9 @@ CHATS = (
     Chat("seraphina", DATA / "seraphina_sillytavern.jsonl", "Seraphina", sillytavern_user="kael"),
     # Written after the levers of issue 22 were chosen, to check them on a chat they were not tuned on.
     Chat("brannoc", DATA / "brannoc_roleplay.jsonl", "Brannoc"),
+    # Issue 31: each fact told, then asked about in an exchange of its own (the question and its answer
+    # in different memories), Wren's replies holding the words of the unrelated questions added then.
+    Chat("asked", DATA / "asked_first.jsonl", "Wren"),
 )
 
 

@@ -14,7 +14,11 @@ printed: each question's fact found in the top 10 (recall@10), rows stored, and 
 into the old fact's memory (must stay 0). Printed first with the lever off (the code before this
 issue: every exchange its own row, no one-of-each in recall), then on. The issue asks at most 5%.
 
+With --new-conversations (issue 31) each session is imported apart, every DM session a new
+conversation (as after `chat --new`): a repeat across conversations of the same venue reinforces too.
+
     .venv/bin/python -m bench.repeats [--mode summarized|verbatim|hybrid] [--sessions 12]
+        [--new-conversations] [--now-only]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bench._common import bench_memory, bench_parser
+from memory.conversations import Venue, set_conversation_aside
 from memory.formation import forming
 from memory.formation.repeats import Screened
 from memory.recall import search
@@ -163,15 +168,26 @@ def lever_off() -> Iterator[None]:
         yield
 
 
-async def measure(chat: Chat, mode: str) -> Figures:
+async def measure(chat: Chat, mode: str, *, new_conversations: bool = False) -> Figures:
     figures = Figures()
     async with bench_memory("repeats") as bench:
         sage, _ = await bench.personalities.create("Sage", memory_mode=mode)
-        lines, skipped = parse_transcript("\n".join(json.dumps(r) for r in chat.records))
-        assert not skipped
-        await bench.services.importer.import_lines(
-            lines, personality_id=sage.id, personality_user_id="personality:sage", default_user_id=None
-        )
+        user = chat.records[0]["user_id"]
+        # One import, or (issue 31) one per session, each DM session a new conversation (`chat --new`).
+        sessions: dict[str, list[dict[str, Any]]] = {}
+        for record in chat.records:
+            sessions.setdefault(record["id"][:3] if new_conversations else "", []).append(record)
+        for records in sessions.values():
+            if new_conversations:
+                async with bench.db.sessionmaker.begin() as session:
+                    await set_conversation_aside(
+                        session, sage.id, Venue(guild_id=None, channel_id=None, user_id=user)
+                    )
+            lines, skipped = parse_transcript("\n".join(json.dumps(r) for r in records))
+            assert not skipped
+            await bench.services.importer.import_lines(
+                lines, personality_id=sage.id, personality_user_id="personality:sage", default_user_id=None
+            )
         async with bench.db.sessionmaker() as session:
             figures.rows = int(
                 await session.scalar(
@@ -184,7 +200,6 @@ async def measure(chat: Chat, mode: str) -> Figures:
                 figures.swallowed += sum(
                     1 for c, old in chat.changes.items() if c in stated and old in stated
                 )
-        user = chat.records[0]["user_id"]
         for fact, question in chat.questions:
             recalled = await bench.service.recall(
                 personality_id=sage.id, user_id=user, query=question, limit=LIMIT
@@ -224,6 +239,9 @@ async def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--mode", default="summarized", choices=["summarized", "verbatim", "hybrid"])
     parser.add_argument("--sessions", type=int, default=SESSIONS)
+    parser.add_argument(
+        "--new-conversations", action="store_true", help="each DM session a new conversation (issue 31)"
+    )
     parser.add_argument("--now-only", action="store_true", help="skip the figure with the lever off")
     parser.add_argument("-v", "--verbose", action="store_true", help="every question with near-duplicates")
     args = parser.parse_args()
@@ -235,9 +253,9 @@ async def main() -> None:
     )
     if not args.now_only:
         with lever_off():
-            before = await measure(chat, args.mode)
+            before = await measure(chat, args.mode, new_conversations=args.new_conversations)
         report("Before (every exchange its own row; recall by score and recency):", before, args.verbose)
-    now = await measure(chat, args.mode)
+    now = await measure(chat, args.mode, new_conversations=args.new_conversations)
     report("Now (repeats reinforce; recall keeps one of each):", now, args.verbose)
 
 

@@ -274,10 +274,11 @@ class Memory(Base):
     repeat_of: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
     )
-    # The forgotten claim it restates (memory.formation.forgotten): recall leaves it out.
+    # The claim it states, forgotten or corrected, and since when: kept, but never recalled.
     forgotten_claim_id: Mapped[int | None] = mapped_column(
         ForeignKey("forgotten_claims.id", ondelete="SET NULL")
     )
+    superseded_at: Mapped[Timestamp | None]
     created_at: Mapped[CreatedAt]
     updated_at: Mapped[UpdatedAt]
 
@@ -316,6 +317,8 @@ class ForgottenClaim(Base):
     facts: Mapped[dict[str, Any]] = mapped_column(JSONB)
     # A correction's embedding: a text closer to it than to the claim repeats the correction.
     corrected_to: Mapped[list[float] | None] = mapped_column(ARRAY(REAL))
+    corrected_text: Mapped[str | None] = mapped_column(Text)  # what is right (None: forgotten)
+    restated_at: Mapped[Timestamp | None]  # the user said it again: it holds nothing back since
     created_at: Mapped[CreatedAt]
 
     __table_args__ = (

@@ -155,6 +155,7 @@ async def test_why_shows_the_memories_the_last_reply_used_with_their_ids(
         "lilith",
         "--user",
         "42",
+        "--new",  # a conversation whose history does not show the imported exchange (recalled then)
         env=env,
         cwd=tmp_path,
         stdin=b"/why\nWhat is my dog called?\n/why\n/quit\n",

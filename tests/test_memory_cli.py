@@ -193,11 +193,12 @@ def test_two_users_in_one_channel_keep_their_own_memories(
 
     assert recall("B") == []  # Bob never said anything about a PIN, and Alice's PIN is not his
     alice = recall("A")
-    assert alice[0]["source_message_ids"] == ["1", "3"]
+    # Its own words first; the next exchange, which shares no word with "PIN", comes only as context.
+    assert len(alice) == 1 and alice[0]["source_message_ids"] == ["1", "3", "5", "6"]
     assert alice[0]["content"] == (
         "Alice: Lilith, my bank PIN is 4921, remember it\nLilith: Alice, I'll remember your PIN 4921."
+        "\nAlice: ab \ufffd\nLilith: ok \ufffd"
     )
-    assert {"Alice: ab \ufffd\nLilith: ok \ufffd"} <= {m["content"] for m in alice}
     code, out, _ = run(capsys, "memory", "stats", "--personality", "lilith")
     assert "pending: 0 messages" in out
 
@@ -455,7 +456,8 @@ def test_a_forgotten_memory_imported_again_in_other_words_stays_forgotten(
     code, out, _ = run(
         capsys, "import", str(transcript(cli_env / "b.jsonl", again, day=2)), "--personality", "sage"
     )
-    assert code == 0 and "memories stored: 0" in out
+    # Stored superseded (said before the forget, as its date says): kept, never recalled.
+    assert code == 0 and "memories stored: 1" in out
     for query in ("Where did my sister Leila move?", "Leila Porto"):
         assert all("Porto" not in str(m["content"]) for m in recalled_json(capsys, query))
     assert "marathon" in str(recalled_json(capsys, "What race is Leila training for?")[0]["content"])

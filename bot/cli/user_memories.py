@@ -127,7 +127,10 @@ def _print_memories(memories: list[BrowsedMemory]) -> None:
             str(m.id),
             f"{m.occurred_at:%Y-%m-%d}",
             m.personality_name[:16],
-            ("[pinned] " if m.pinned else "") + ("[edited] " if m.edited else "") + _line(m.content),
+            ("[pinned] " if m.pinned else "")
+            + ("[edited] " if m.edited else "")
+            + ("[superseded] " if m.superseded else "")
+            + _line(m.content),
         )
         for m in memories
     ]
@@ -185,6 +188,7 @@ async def cmd_memory_show(args: argparse.Namespace, runtime: Runtime) -> None:
     print(f"said:        {m.occurred_at:%Y-%m-%d %H:%M} UTC")
     print(f"pinned:      {'yes' if m.pinned else 'no'}")
     print(f"edited:      {'yes, corrected by the user' if m.edited else 'no'}")
+    print(f"superseded:  {m.superseded.describe().removeprefix('superseded ') if m.superseded else 'no'}")
     print(m.content)
 
 
@@ -258,7 +262,7 @@ def print_receipt(receipt: ReplyReceipt, reply: str = "") -> None:
             str(m.id),
             f"{m.occurred_at:%Y-%m-%d}",
             REASONS[m.reason].format(rank=m.rank),
-            ("[pinned] " if m.pinned else "") + _line(m.content),
+            ("[pinned] " if m.pinned else "") + ("[superseded] " if m.superseded else "") + _line(m.content),
         )
         for m in receipt.memories
     ]

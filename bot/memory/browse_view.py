@@ -58,6 +58,7 @@ class BrowseListing:
 def memory_line(number: int, m: BrowsedMemory, room: int, note: str = "") -> str:
     """A memory as the page shows it, within `room` characters (its text cut to fit)."""
     marks = "".join((" 📌 pinned" if m.pinned else "", " ✏️ edited" if m.edited else ""))
+    marks += f" · 🚫 {m.superseded.describe()}" if m.superseded else ""
     noted = f" · {note}" if note else ""
     header = f"**{number}.** {m.personality_name} · {m.occurred_at:%Y-%m-%d}{noted}{marks} · `{m.id}`"
     return f"{header}\n> {excerpt(m.content, max(MIN_SHOWN_CHARS, min(SHOWN_CHARS, room - len(header) - 3)))}"

@@ -23,7 +23,7 @@ from memory.tokens import count_message_tokens, count_tokens, truncate_to_tokens
 
 log = logging.getLogger(__name__)
 
-MEMORY_HEADER = "What you remember about {user} from earlier conversations:"
+MEMORY_HEADER = "What you remember about {user} from earlier talks, dated (if two disagree, the newer holds):"
 SUMMARY_HEADER = "Summary of this conversation so far:"
 PERSONA_HEADER = "Who you are talking to, as they describe themselves:"
 OTHERS_HEADER = "Others in this conversation:"

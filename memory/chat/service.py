@@ -25,6 +25,7 @@ from memory.chat.prompt import (
     HistoryMessage,
     PromptPersona,
 )
+from memory.chat.recalled import out_of_view, prompt_text
 from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Addressee, Route, RoutingDirectory
@@ -294,7 +295,7 @@ class ChatService:
             )
             for m in reversed(rows)
         ] or [HistoryMessage(role="user", content=request.text, author_name=request.user_name)]
-        memories = await recall if recall is not None else []
+        memories = out_of_view(await recall if recall is not None else [], [m.external_id for m in rows])
         answered = personas.get(request.user_id)
         card = await card_parts_off_loop(  # issue 33: a big lorebook holds no other reply
             prepared.personality.card,
@@ -306,7 +307,7 @@ class ChatService:
         built = await build_context_off_loop(
             system_prompt=fill_user(prepared.personality.system_prompt, user),  # a card's {{user}}
             user_name=request.user_name,
-            memories=[m.text_with_context for m in memories],
+            memories=[prompt_text(m) for m in memories],
             summary=summary,
             history=history,
             budget=budget,

@@ -6,7 +6,7 @@ stores the exchange beside it (rebuilt from the log), and re-summarizing keeps t
 claim (the user wants it). A correction replaces the memory's text, which is embedded and indexed
 anew (keyed by the corrected words, memory.recall.store), while `content_verbatim` keeps what was
 actually said; what the memory claimed before is recorded as corrected (memory.formation.forgotten),
-so that it does not come back in other words.
+with what is right, and every other memory of the user and personality stating it is superseded.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ async def pin_rows(session: AsyncSession, *conditions: ColumnElement[bool]) -> l
             memory.content_verbatim = await _said(session, memory)
         memory.pinned = True
         memory.forgotten_claim_id = None
+        memory.superseded_at = None
     return [m.id for m in memories]
 
 
@@ -103,5 +104,7 @@ async def correct(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID, con
         memory.state = MemoryState.FORMED.value
         memory.embedding_model = store.embedding_model
         fields = point_fields(memory)
-        await remember_claims(store, session, claims, kind=CORRECTED_CLAIM, corrected_to={memory.id: vector})
+        await remember_claims(
+            store, session, claims, kind=CORRECTED_CLAIM, corrected_to={memory.id: (content, vector)}
+        )
     await store.index_points([memory_point(fields, vector)])

@@ -2,12 +2,16 @@
 
 Forgetting a memory (by id, "Forget this") or correcting it records what was removed, for that user
 and personality: the embedding and key facts of its claim (memory.formation.restatements
-`claim_text`), never its text. Then:
+`claim_text`), never its text; a correction also what is right (its words) and the values it took
+out (memory.formation.supersession). Then:
 
-- the user's live memories that say the claim again are silenced (`forgotten_claim_id`): recall
-  leaves them out, /memory still lists them, and pinning one lets it back;
-- formation drops a new exchange whose user says the claim again (memory.formation.repeats):
-  its messages are marked forgotten, as if the user had forgotten it too.
+- the user's live memories that state the claim (say it again by meaning, or hold a value the
+  correction took out, in the user's words or the personality's) are superseded (`forgotten_claim_id`,
+  `superseded_at`): kept for export and audit, listed with the mark, never recalled; pinning one
+  lets it back;
+- formation supersedes a new memory that states the claim, unless its user says it again after the
+  claim was recorded: that is their newest word, remembered, and the claim holds nothing back since
+  (`restated_at`; what it superseded stays superseded).
 
 A text closer to a correction than to the claim it replaced repeats the correction: it stays.
 Forgetting all of a user's memories (of a personality, or all) clears their claims, so that they can
@@ -19,14 +23,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from sqlalchemy import any_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from memory.formation.fidelity import vocabulary
 from memory.formation.restatements import Statement, claim_text, closeness, says_again, statement, unit_vector
+from memory.formation.supersession import Verdict, WrongValues, wrong_values
 from memory.recall.keywords import encode_sparse_query
+from memory.recall.relevance import SAID_BY_USER
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import ForgottenClaim, Memory, Message, Personality
@@ -43,6 +51,9 @@ CLAIM_CLOSENESS = 0.6
 # The user's memories looked at, when a claim is recorded, for saying it already (by meaning and by
 # keyword, each side).
 RESTATEMENT_CANDIDATES = 20
+# The user's memories looked at by keyword for a wrong value's own words ("Thistle"): a name the
+# correction took out is rare, so its memories are few.
+SUPERSEDED_BY_VALUE = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +67,38 @@ class MemoryClaim:
     speakers: tuple[str, ...]
     conversation_id: int | None
     repeat_of: uuid.UUID | None
+    content: str = ""  # the whole text, the personality's lines too
+    venue: tuple[str | None, bool] = (None, False)  # its guild, and whether it was said in a DM
 
 
 @dataclass(frozen=True, slots=True)
 class StoredClaim:
-    """A recorded claim, as formation and silencing compare texts with it."""
+    """A recorded claim, as formation and supersession compare texts with it."""
 
     id: int
     memory_id: uuid.UUID
     said: Statement
     corrected_to: np.ndarray | None
+    wrong: WrongValues | None = None
+    created_at: datetime | None = None
+
+    def stated_in(self, whole: str) -> bool:
+        """Whether a text (a memory's whole text) holds a value the correction took out."""
+        return self.wrong is not None and self.wrong.stated_in(vocabulary(whole))
+
+    def verdict(
+        self, users_words: Statement, replies: Statement | None, whole: str, *, said_at: datetime
+    ) -> Verdict:
+        """What a new memory does with this claim: the user's words (with their meaning) saying it
+        again after it was recorded restate it; otherwise the memory states it (the personality's
+        replies, with theirs, say it again, or its whole text holds a wrong value) or not."""
+        by_user = self.said_again_by(users_words) or (
+            self.wrong is not None and users_words.held is not None and self.wrong.stated_in(users_words.held)
+        )
+        if by_user and (self.created_at is None or said_at > self.created_at):
+            return Verdict.RESTATED
+        by_reply = replies is not None and self.said_again_by(replies)
+        return Verdict.SUPERSEDED if by_user or by_reply or self.stated_in(whole) else Verdict.NONE
 
     def said_again_by(self, said: Statement) -> bool:
         """Whether `said` says this claim again, and not rather its correction."""
@@ -99,24 +132,29 @@ async def memory_claims(session: AsyncSession, *conditions: ColumnElement[bool])
             Memory.user_id,
             Memory.content,
             Personality.display_name,
-            _speakers(),
+            _speakers().label("spoke"),
+            SAID_BY_USER.label("said"),
             Memory.conversation_id,
             Memory.repeat_of,
+            Memory.guild_id,
+            Memory.is_dm,
         )
         .join(Personality, Personality.id == Memory.personality_id)
         .where(Memory.state != MemoryState.DELETED.value, *conditions)
     )
     return [
         MemoryClaim(
-            memory_id,
-            personality_id,
-            user_id,
-            claim_text(content, name),
-            (name, *(s for s in spoke or () if s)),
-            conversation_id,
-            repeat_of,
+            row.id,
+            row.personality_id,
+            row.user_id,
+            row.said or claim_text(row.content, row.display_name),
+            (row.display_name, *(s for s in row.spoke or () if s)),
+            row.conversation_id,
+            row.repeat_of,
+            row.content,
+            (row.guild_id, row.is_dm),
         )
-        for memory_id, personality_id, user_id, content, name, spoke, conversation_id, repeat_of in rows
+        for row in rows
     ]
 
 
@@ -126,17 +164,23 @@ async def remember_claims(
     removed: Sequence[MemoryClaim],
     *,
     kind: str,
-    corrected_to: Mapping[uuid.UUID, Sequence[float]] | None = None,
+    corrected_to: Mapping[uuid.UUID, tuple[str, Sequence[float]]] | None = None,
 ) -> int:
-    """Record the claims of these memories (forgotten, or corrected into `corrected_to`), in the
-    session's transaction, then silence the user's live memories that say them again; how many."""
+    """Record the claims of these memories (forgotten, or corrected into `corrected_to`: the
+    correction's words and embedding), in the session's transaction, then supersede the user's live
+    memories that state them; how many."""
     if not removed:
         return 0
     vectors = await store.embedder.embed([r.text for r in removed])
-    silenced = 0
+    superseded = 0
     for claim, vector in zip(removed, vectors, strict=True):
         said = statement(claim.text, vector, speakers=claim.speakers)
-        correction = (corrected_to or {}).get(claim.memory_id)
+        corrected_text, correction = (corrected_to or {}).get(claim.memory_id, (None, None))
+        wrong = (
+            wrong_values(claim.text, corrected_text, speakers=claim.speakers)
+            if corrected_text is not None
+            else None
+        )
         claim_id = await session.scalar(
             insert(ForgottenClaim)
             .values(
@@ -146,29 +190,35 @@ async def remember_claims(
                 kind=kind,
                 embedding=list(vector),
                 embedding_model=store.embedding_model,
-                facts=said.stored_facts(),
+                facts={**said.stored_facts(), "wrong": wrong.as_json() if wrong else None},
                 corrected_to=list(correction) if correction is not None else None,
+                corrected_text=corrected_text,
             )
             .returning(ForgottenClaim.id)
         )
         assert claim_id is not None
-        stored = StoredClaim(claim_id, claim.memory_id, said, _unit(correction))
-        silenced += await _silence_restatements(store, session, claim, stored, vector)
-    return silenced
+        stored = StoredClaim(claim_id, claim.memory_id, said, _unit(correction), wrong or None)
+        superseded += await _supersede(store, session, claim, stored, vector)
+    return superseded
 
 
-async def _silence_restatements(
+async def _supersede(
     store: MemoryStore, session: AsyncSession, claim: MemoryClaim, stored: StoredClaim, vector: list[float]
 ) -> int:
-    """Silence the user's live memories that say the claim again (the corrected memory itself aside)."""
+    """Supersede the user's live memories that state the claim (the corrected memory itself aside):
+    found by meaning and by keyword, and by the wrong values' own words."""
     index = await store.ready()
+    flt = RecallFilter(personality_id=claim.personality_id, user_id=claim.user_id)
     found = await index.search(
-        dense=vector,
-        sparse=encode_sparse_query(claim.text),
-        flt=RecallFilter(personality_id=claim.personality_id, user_id=claim.user_id),
-        limit=RESTATEMENT_CANDIDATES,
+        dense=vector, sparse=encode_sparse_query(claim.text), flt=flt, limit=RESTATEMENT_CANDIDATES
     )
-    ids = {hit.id for hit in (*found.dense, *found.keyword)} - {claim.memory_id}
+    ids = {hit.id for hit in (*found.dense, *found.keyword)}
+    if stored.wrong and (values := stored.wrong.words_in(claim.text)):
+        by_value = await index.search(
+            dense=None, sparse=encode_sparse_query(values), flt=flt, limit=SUPERSEDED_BY_VALUE
+        )
+        ids |= {hit.id for hit in by_value.keyword}
+    ids.discard(claim.memory_id)
     if not ids:
         return 0
     candidates = await memory_claims(
@@ -177,21 +227,22 @@ async def _silence_restatements(
         Memory.personality_id == claim.personality_id,
         Memory.user_id == claim.user_id,
         Memory.forgotten_claim_id.is_(None),
-        Memory.pinned.is_(False),
     )
     if not candidates:
         return 0
     vectors = await store.embedder.embed([c.text for c in candidates])
-    restating = [
+    stating = [
         c.memory_id
         for c, vector in zip(candidates, vectors, strict=True)
-        if stored.said_again_by(statement(c.text, vector, speakers=c.speakers))
+        if stored.stated_in(c.content) or stored.said_again_by(statement(c.text, vector, speakers=c.speakers))
     ]
-    if restating:
+    if stating:
         await session.execute(
-            update(Memory).where(Memory.id.in_(restating)).values(forgotten_claim_id=stored.id)
+            update(Memory)
+            .where(Memory.id.in_(stating))
+            .values(forgotten_claim_id=stored.id, superseded_at=func.now())
         )
-    return len(restating)
+    return len(stating)
 
 
 async def claims_of(
@@ -206,13 +257,31 @@ async def claims_of(
             ForgottenClaim.embedding,
             ForgottenClaim.facts,
             ForgottenClaim.corrected_to,
-        ).where(ForgottenClaim.personality_id == personality_id, ForgottenClaim.user_id.in_(sorted(user_ids)))
+            ForgottenClaim.created_at,
+        ).where(
+            ForgottenClaim.personality_id == personality_id,
+            ForgottenClaim.user_id.in_(sorted(user_ids)),
+            ForgottenClaim.restated_at.is_(None),
+        )
     )
     claims: dict[str, list[StoredClaim]] = {}
-    for claim_id, user_id, memory_id, embedding, facts, corrected_to in rows:
+    for claim_id, user_id, memory_id, embedding, facts, corrected_to, created_at in rows:
         said = Statement.stored(embedding, facts)
-        claims.setdefault(user_id, []).append(StoredClaim(claim_id, memory_id, said, _unit(corrected_to)))
+        wrong = WrongValues.from_json(facts.get("wrong"))
+        claims.setdefault(user_id, []).append(
+            StoredClaim(claim_id, memory_id, said, _unit(corrected_to), wrong, created_at)
+        )
     return claims
+
+
+async def mark_restated(session: AsyncSession, claim_ids: Collection[int]) -> None:
+    """The user said these claims again: they hold no new memory back from now on."""
+    if claim_ids:
+        await session.execute(
+            update(ForgottenClaim)
+            .where(ForgottenClaim.id.in_(sorted(claim_ids)))
+            .values(restated_at=func.now())
+        )
 
 
 async def clear_claims(session: AsyncSession, *, user_id: str, personality_id: int | None) -> int:

@@ -2,15 +2,18 @@
 
 Two checks, in order, each on what a memory claims (memory.formation.restatements):
 
-1. A memory saying again a claim its user forgot or corrected (memory.formation.forgotten) is not
-   written; its exchange's messages are marked forgotten, as "Forget this" marks them.
+1. A memory stating a claim its user forgot or corrected (memory.formation.forgotten) is written
+   superseded (kept, never recalled), unless its user says the claim again after it was recorded:
+   their newest word, remembered as any other, and the claim holds nothing back from then on
+   (memory.formation.supersession).
 2. A memory saying what one of the same user and personality already says (the same key facts both
    ways, nothing negated, its text's embedding at least REPEAT_CLOSENESS from the other's) is a
-   repeat. Said in the same conversation, it reinforces that memory instead of adding a row: the
-   memory's `times_said` and `last_said_at` go up and its messages join the memory's sources, so that
-   "Forget this" on them, an export and the keyword index all still find them. Said in another
-   conversation (another venue, seen by other recalls) it is written, marked `repeat_of` the first:
-   recall shows one of the two.
+   repeat, and reinforces that memory instead of adding a row: the memory's `times_said` and
+   `last_said_at` go up. Said in the same conversation, its messages join the memory's sources, so
+   that "Forget this" on them, an export and the keyword index all still find them; said in another
+   conversation of the same venue (the same guild, or the DM: `chat --new`, a new thread) the first
+   memory is reinforced alone. Said in another venue (seen by other recalls: a guild against the DM)
+   it is written, marked `repeat_of` the first, and reinforces it: recall shows one of the two.
 
 The candidates are the few nearest memories in the index (one search per memory, off the chat
 path) and the batch's own earlier memories.
@@ -22,7 +25,7 @@ import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
@@ -30,20 +33,22 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.formation.cleaning import strip_chat_template_tokens
-from memory.formation.forgotten import StoredClaim, claims_of, memory_claims
+from memory.formation.forgotten import StoredClaim, claims_of, mark_restated, memory_claims
 from memory.formation.restatements import (
     Statement,
     claim_text,
     holds_facts,
+    reply_text,
     says_again,
     shares_anchors,
     statement,
     unit_vector,
 )
 from memory.formation.shaping import Shaped
+from memory.formation.supersession import Verdict
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
-from models import Conversation, Memory, Message, Personality
+from models import Conversation, Memory, Personality
 
 # How close two memories' embeddings (their whole text, as the index holds them) must be for one to
 # repeat the other, with the same key facts held both ways, nothing negated, and each holding the
@@ -74,17 +79,19 @@ class Reinforcement:
 @dataclass
 class Screened:
     """A batch after the checks: the rows to write (with their vectors and shaped exchanges), the
-    stored memories said again, the exchanges restating a forgotten claim."""
+    stored memories said again, the exchanges written superseded (`restating`: not remembered for
+    their user) and the claims the user said again."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     vectors: list[list[float]] = field(default_factory=list)
     formed: list[Shaped] = field(default_factory=list)
     reinforced: dict[uuid.UUID, Reinforcement] = field(default_factory=dict)
     restating: list[Shaped] = field(default_factory=list)
+    restated: set[int] = field(default_factory=set)
     repeats: int = 0  # exchanges that reinforced a memory rather than adding one
 
     async def apply(self, session: AsyncSession, conversation_id: int) -> None:
-        """Reinforce the memories said again and mark the restating exchanges forgotten, in the
+        """Reinforce the memories said again and mark the claims the user said again, in the
         session's transaction (the one writing the rows)."""
         if self.reinforced:
             # Core, not the ORM: an ORM UPDATE with a list of parameters is a bulk update by key.
@@ -107,13 +114,7 @@ class Screened:
                     for i, r in self.reinforced.items()
                 ],
             )
-        forgotten = sorted({m.external_id for s in self.restating for m in s.exchange.messages})
-        if forgotten:
-            await session.execute(
-                update(Message)
-                .where(Message.conversation_id == conversation_id, Message.external_id.in_(forgotten))
-                .values(memory_excluded=func.coalesce(Message.memory_excluded, FORGOTTEN))
-            )
+        await mark_restated(session, self.restated)
 
 
 async def screen_batch(
@@ -127,15 +128,27 @@ async def screen_batch(
     screened = Screened()
     if not rows:
         return screened
+    for row in rows:
+        row["forgotten_claim_id"], row["superseded_at"] = None, None
     async with store.sessionmaker() as session:
         name = await session.scalar(
             select(Personality.display_name).where(Personality.id == conversation.personality_id)
         )
-        texts = [claim_text(row["content"], name or "") for row in rows]
+        # What the user said in each exchange, not its summary: two vague summaries ("Alice told
+        # Sage about her plans") of different exchanges are no repeat.
+        texts = [
+            "\n".join(m.content for m in f.exchange.user_messages) or claim_text(row["content"], name or "")
+            for row, f in zip(rows, formed, strict=True)
+        ]
         said = [statement(t, None, speakers=_speakers(f, name)) for t, f in zip(texts, formed, strict=True)]
         claims = await claims_of(session, conversation.personality_id, {f.exchange.user_id for f in formed})
-        restating = await _restating(store, formed, texts, said, claims)
-        kept = [i for i in range(len(rows)) if i not in restating]
+        superseded, screened.restated = await _claims_stated(
+            store, formed, rows, texts, said, claims, name or ""
+        )
+        now = datetime.now(UTC)
+        for i, claim_id in superseded.items():
+            rows[i]["forgotten_claim_id"], rows[i]["superseded_at"] = claim_id, now
+        kept = [i for i in range(len(rows)) if i not in superseded]
         nearest = await _nearest(store, conversation.personality_id, rows, vectors, kept)
         stored = {
             c.memory_id: (c, statement(c.text, None, speakers=c.speakers))
@@ -146,11 +159,12 @@ async def screen_batch(
                 Memory.forgotten_claim_id.is_(None),
             )
         }
-    screened.restating = [formed[i] for i in sorted(restating)]
-    written: list[int] = []  # the rows to write, in order
+    screened.restating = [formed[i] for i in sorted(superseded)]
+    written: list[int] = sorted(superseded)  # the rows to write (superseded ones repeat nothing)
     for i in kept:
         row = rows[i]
         # (same conversation, closeness, the memory or an earlier row of the batch) of each it repeats
+        place = (row["guild_id"], row["is_dm"])
         repeated: list[tuple[bool, float, uuid.UUID | int]] = [
             (c.conversation_id == row["conversation_id"], score, hit)
             for hit, score in nearest[i]
@@ -179,11 +193,17 @@ async def screen_batch(
                 row["occurred_at"], row["source_message_ids"]
             )
             screened.repeats += 1
+        elif stored[target][0].venue == place:
+            # Its messages are of another conversation: the memory's sources are of its own.
+            root = stored[target][0].repeat_of or target
+            screened.reinforced.setdefault(root, Reinforcement()).add(row["occurred_at"], ())
+            screened.repeats += 1
         else:
             root = stored[target][0].repeat_of or target
             screened.reinforced.setdefault(root, Reinforcement()).add(row["occurred_at"], ())
             row["repeat_of"] = root
             written.append(i)
+    written.sort()
     screened.rows = [rows[i] for i in written]
     screened.vectors = [vectors[i] for i in written]
     screened.formed = [formed[i] for i in written]
@@ -205,25 +225,47 @@ def _speakers(shaped: Shaped, personality_name: str | None) -> list[str]:
     return sorted(names | ({personality_name} if personality_name else set()))
 
 
-async def _restating(
+async def _claims_stated(
     store: MemoryStore,
     formed: Sequence[Shaped],
+    rows: Sequence[dict[str, Any]],
     texts: Sequence[str],
     said: Sequence[Statement],
     claims: dict[str, list[StoredClaim]],
-) -> set[int]:
-    """The memories of the batch saying again a claim their user forgot or corrected."""
+    personality_name: str,
+) -> tuple[dict[int, int], set[int]]:
+    """The memories of the batch that state a claim their user forgot or corrected, with the claim,
+    and the claims their user said again (memory.formation.supersession)."""
     asked = [i for i, f in enumerate(formed) if claims.get(f.exchange.user_id)]
     if not asked:
-        return set()
-    # Only for users with forgotten claims: the claims are compared on the user's side of the text.
-    vectors = await store.embedder.embed([strip_chat_template_tokens(texts[i]) for i in asked])
-    restating = set()
-    for i, vector in zip(asked, vectors, strict=True):
+        return {}, set()
+    # Only for users with recorded claims: each side of the text, with its own meaning.
+    replies = {
+        i: r
+        for i in asked
+        if (r := strip_chat_template_tokens(reply_text(rows[i]["content"], personality_name)))
+    }
+    vectors = await store.embedder.embed(
+        [strip_chat_template_tokens(texts[i]) for i in asked] + list(replies.values())
+    )
+    reply_said = {
+        i: statement(text, vector)
+        for (i, text), vector in zip(replies.items(), vectors[len(asked) :], strict=True)
+    }
+    superseded: dict[int, int] = {}
+    restated: set[int] = set()
+    for i, vector in zip(asked, vectors[: len(asked)], strict=True):
         with_meaning = dataclasses.replace(said[i], vector=unit_vector(vector))
-        if any(claim.said_again_by(with_meaning) for claim in claims[formed[i].exchange.user_id]):
-            restating.add(i)
-    return restating
+        exchange = formed[i].exchange
+        said_at = max((m.created_at for m in exchange.user_messages), default=rows[i]["occurred_at"])
+        for claim in claims[exchange.user_id]:
+            verdict = claim.verdict(with_meaning, reply_said.get(i), rows[i]["content"], said_at=said_at)
+            if verdict is Verdict.RESTATED:
+                restated.add(claim.id)
+            elif verdict is Verdict.SUPERSEDED:
+                superseded.setdefault(i, claim.id)
+    # The user's newest word wins over the claim in the same batch: what restates it is no longer held.
+    return {i: c for i, c in superseded.items() if c not in restated}, restated
 
 
 async def _nearest(

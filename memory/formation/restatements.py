@@ -93,6 +93,15 @@ class Statement:
 def claim_text(content: str, personality_name: str) -> str:
     """What a memory's text says on the user's side: its lines without the personality's (and their
     continuation lines), speaker labels dropped. A summary without labels is itself."""
+    return _side(content, personality_name, personality=False) or content.strip()
+
+
+def reply_text(content: str, personality_name: str) -> str:
+    """The personality's lines of a memory's text, labels dropped; "" for a summary without labels."""
+    return _side(content, personality_name, personality=True)
+
+
+def _side(content: str, personality_name: str, *, personality: bool) -> str:
     kept: list[str] = []
     speaker: str | None = None
     for line in content.splitlines():
@@ -100,9 +109,9 @@ def claim_text(content: str, personality_name: str) -> str:
         if label is not None:
             speaker = label.group(1).strip()
             line = line[label.end() :]
-        if speaker != personality_name and line.strip():
+        if (speaker == personality_name) == personality and line.strip():
             kept.append(line.strip())
-    return "\n".join(kept) or content.strip()
+    return "\n".join(kept)
 
 
 def statement(text: str, vector: Sequence[float] | None, *, speakers: Iterable[str] = ()) -> Statement:

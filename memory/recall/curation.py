@@ -14,8 +14,9 @@ from datetime import datetime
 from sqlalchemy import Select, func, select
 
 from memory.recall.store import MemoryStore
+from memory.recall.superseded import Superseded, superseded
 from memory.types import MemoryState
-from models import Memory, Personality
+from models import ForgottenClaim, Memory, Personality
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,7 @@ class BrowsedMemory:
     content: str
     pinned: bool
     edited: bool
+    superseded: Superseded | None = None  # kept, never recalled (memory.recall.superseded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +36,16 @@ class MemoryPage:
     total: int  # the user's memories in the whole listing, not only on this page
 
 
-def _listing(user_id: str) -> Select[Memory, str]:
+def _listing(user_id: str) -> Select[Memory, str, str | None]:
     return (
-        select(Memory, Personality.display_name)
+        select(Memory, Personality.display_name, ForgottenClaim.corrected_text)
         .join(Personality, Personality.id == Memory.personality_id)
+        .outerjoin(ForgottenClaim, ForgottenClaim.id == Memory.forgotten_claim_id)
         .where(Memory.user_id == user_id, Memory.state != MemoryState.DELETED.value)
     )
 
 
-def _browsed(memory: Memory, personality_name: str) -> BrowsedMemory:
+def _browsed(memory: Memory, personality_name: str, correction: str | None) -> BrowsedMemory:
     return BrowsedMemory(
         id=memory.id,
         personality_name=personality_name,
@@ -50,6 +53,7 @@ def _browsed(memory: Memory, personality_name: str) -> BrowsedMemory:
         content=memory.content,
         pinned=memory.pinned,
         edited=memory.edited_at is not None,
+        superseded=superseded(memory, correction),
     )
 
 
@@ -71,7 +75,7 @@ async def newest_page(
                 listing.order_by(Memory.occurred_at.desc(), Memory.id.desc()).offset(offset).limit(limit)
             )
         ).all()
-    return MemoryPage([_browsed(m, name) for m, name in rows], total)
+    return MemoryPage([_browsed(*row) for row in rows], total)
 
 
 async def memories_by_id(
@@ -82,7 +86,7 @@ async def memories_by_id(
         return []
     async with store.sessionmaker() as session:
         rows = (await session.execute(_listing(user_id).where(Memory.id.in_(list(ids))))).all()
-    found = {m.id: _browsed(m, name) for m, name in rows}
+    found = {row[0].id: _browsed(*row) for row in rows}
     return [found[i] for i in ids if i in found]
 
 

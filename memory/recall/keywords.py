@@ -117,8 +117,13 @@ def keyword_text(exchange: str, *, previous: str | None = None, occurred_at: dat
     """
     lines = []
     if occurred_at is not None:
-        lines.append(f"On {occurred_at.day} {_MONTHS[occurred_at.month - 1]} {occurred_at.year}:")
+        lines.append(f"On {spoken_date(occurred_at)}:")
     if previous and previous.strip():
         lines.append(previous.strip())
     lines.append(exchange)
     return "\n".join(lines)
+
+
+def spoken_date(at: datetime) -> str:
+    """`8 May 2023`, the month by its English name."""
+    return f"{at.day} {_MONTHS[at.month - 1]} {at.year}"

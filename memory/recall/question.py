@@ -39,6 +39,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from wordfreq import zipf_frequency
+
 from memory.recall.keywords import encode_sparse_query, own_line_terms
 from memory.recall.word_forms import other_forms
 from memory.types import SparseVector
@@ -58,7 +60,10 @@ _AUXILIARIES = frozenset({
     "can", "could", "will", "would", "shall", "should", "may", "might", "must", "s", "d", "ll", "ve",
     "re", "m",
 })  # fmt: skip
-_USER = frozenset({"i", "me", "my", "mine", "myself", "im", "ive", "id"})
+# "we" and "our" in a chat with a personality are the user and it: their life together.
+_USER = frozenset(
+    {"i", "me", "my", "mine", "myself", "im", "ive", "id", "we", "us", "our", "ours", "ourselves"}
+)
 _PRONOUNS = _USER | frozenset({
     "you", "your", "yours", "yourself", "we", "us", "our", "ours", "he", "him", "his", "she", "her",
     "hers", "they", "them", "their", "theirs", "it", "its", "this", "that", "these", "those", "there",
@@ -95,10 +100,14 @@ class AnswerKind(enum.Enum):
     AMOUNT = "amount"
     PERSON = "person"
     PLACE = "place"
+    NAME = "name"  # "what is my dog called", "what's her name": a name, as for a person or a place
 
 
 _MONTHS = "january february march april may june july august september october november december"
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday"
+_DATE_WORDS = frozenset(_MONTHS.split()) | frozenset(_WEEKDAYS.split())
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_NAMING = frozenset({"called", "name", "named", "names", "call"})
 _NUMBER_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty sixty "
     "seventy eighty ninety hundred thousand million dozen half"
@@ -142,6 +151,9 @@ class Question:
     head: frozenset[int] = frozenset()
     # A query that is a list of keywords ("PIN cat tea"): each word's terms, each a search of its own.
     listed: tuple[frozenset[int], ...] = ()
+    # The keyword terms of its rarest carrying word (wordfreq): what a general question is about, the
+    # "vaccines" of "how do vaccines work?" (not "work").
+    topic: frozenset[int] = frozenset()
 
     def holds_head(self, text: str) -> bool:
         """Whether the text holds the noun the question asks about (False: it shows none)."""
@@ -154,7 +166,8 @@ class Question:
         pattern = _HOLDS.get(self.answer_kind)
         if pattern is not None:
             return pattern.search(text) is not None
-        return any(name.lower() not in self.known for name in _NAME_IN_SENTENCE.findall(text))
+        names = (name.lower() for name in _NAME_IN_SENTENCE.findall(text))
+        return any(name not in self.known and name not in _DATE_WORDS for name in names)  # "on May 12th"
 
     def coverage(self, text: str) -> float:
         """The share of the question's content (by weight) that the text holds: 0 without any."""
@@ -168,6 +181,19 @@ class Question:
         return share
 
 
+def asked_in(text: str) -> tuple[str, str]:
+    """The text's questions (sentences ending in "?" that open with a wh-word or an auxiliary: "What
+    is my dog called?", not "I'm moving to Lisbon, what do you think?"), and the rest of it."""
+    asked: list[str] = []
+    rest: list[str] = []
+    for sentence in _SENTENCE.split(text.strip()):
+        opening = _WORD.match(sentence.strip())
+        first = opening.group().lower().split("'")[0] if opening else ""
+        is_question = sentence.rstrip().endswith("?") and (first in _WH or first in _AUXILIARIES)
+        (asked if is_question else rest).append(sentence)
+    return " ".join(asked), " ".join(rest)
+
+
 def read_question(query: str, names: Collection[str] = ()) -> Question:
     """Weigh the query's words by the part they play, and tell its shape; `names` are the
     participants'."""
@@ -177,6 +203,7 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
     bare = [w.split("'")[0] for w in lowered]
     content: dict[int, float] = {}
     carrying: list[bool] = []  # per word: does it carry the search (an entity or a content word)
+    rarity: list[tuple[float, frozenset[int]]] = []  # per carrying word: its Zipf frequency, its terms
     about_user = any(w in _USER for w in bare)
     gathers = any(w in _GATHERING for w in bare)
     for position, (word, low) in enumerate(zip(words, bare, strict=True)):
@@ -200,6 +227,12 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         carrying.append(bool(terms) and not shaping)
         if shaping:
             continue
+        if terms:
+            # A date asks by the memory's date (memory.recall.keywords keys it), not by its words.
+            dated = word[0].isdigit() or low in _DATE_WORDS
+            rarity.append(
+                (-1.0 if dated else zipf_frequency(low, "en"), frozenset() if dated else frozenset(terms))
+            )
         weight = ENTITY_WEIGHT if entity else CONTENT_WEIGHT
         for term in terms:
             content[term] = max(content.get(term, 0.0), weight)
@@ -225,6 +258,8 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         known=frozenset(named | set(bare)),
         head=frozenset(encode_sparse_query(" ".join({head, *other_forms(head)})).indices if head else ()),
         listed=listed,
+        # None for a date, nor for a list of keywords: any one of them is what it asks about.
+        topic=min(rarity, key=lambda r: r[0])[1] if rarity and not listed else frozenset(),
     )
 
 
@@ -254,6 +289,8 @@ def _answer_kind(words: list[str]) -> AnswerKind | None:
             return AnswerKind.PERSON
         if word == "where":
             return AnswerKind.PLACE
+        if word in ("what", "which") and _NAMING.intersection(words):
+            return AnswerKind.NAME
     return None
 
 

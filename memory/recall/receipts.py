@@ -23,8 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memory.errors import NotFoundError, PermissionDeniedError
 from memory.recall.search import RecalledMemory
 from memory.recall.store import MemoryStore
+from memory.recall.superseded import Superseded, superseded
 from memory.types import MemoryState, MessageRole
-from models import Memory, Message, ReplyMemory
+from models import ForgottenClaim, Memory, Message, ReplyMemory
 
 NOT_LOGGED = "I have no record of that message, so no memories to show for it."
 NOT_YOURS = "Only the person this reply answered can see the memories it used."
@@ -48,6 +49,7 @@ class UsedMemory:
     reason: Reason
     rank: int  # the recalled memory's rank (a context memory: that of the one it came with)
     pinned: bool  # now
+    superseded: Superseded | None = None  # since the reply (memory.recall.superseded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +125,9 @@ async def reply_receipt(
         # reply used memories, else the first.
         recorded = (
             await session.execute(
-                select(ReplyMemory, Memory)
+                select(ReplyMemory, Memory, ForgottenClaim.corrected_text)
                 .join(Memory, Memory.id == ReplyMemory.memory_id)
+                .outerjoin(ForgottenClaim, ForgottenClaim.id == Memory.forgotten_claim_id)
                 .where(
                     ReplyMemory.answered_message_id.in_([m.id for m in mine]),
                     Memory.user_id == user_id,
@@ -132,15 +135,23 @@ async def reply_receipt(
                 .order_by(ReplyMemory.answered_message_id, ReplyMemory.rank, ReplyMemory.reason == "context")
             )
         ).all()
-    chosen = next((m for m in mine if any(r.answered_message_id == m.id for r, _ in recorded)), mine[0])
-    used = [(r, memory) for r, memory in recorded if r.answered_message_id == chosen.id]
-    live = [(r, memory) for r, memory in used if memory.state != MemoryState.DELETED.value]
+    chosen = next((m for m in mine if any(r.answered_message_id == m.id for r, _, _ in recorded)), mine[0])
+    used = [(r, memory, fix) for r, memory, fix in recorded if r.answered_message_id == chosen.id]
+    live = [(r, memory, fix) for r, memory, fix in used if memory.state != MemoryState.DELETED.value]
     return ReplyReceipt(
         conversation_id=chosen.conversation_id,
         answered_message_id=chosen.external_id,
         memories=[
-            UsedMemory(memory.id, memory.occurred_at, memory.content, Reason(r.reason), r.rank, memory.pinned)
-            for r, memory in live
+            UsedMemory(
+                memory.id,
+                memory.occurred_at,
+                memory.content,
+                Reason(r.reason),
+                r.rank,
+                memory.pinned,
+                superseded(memory, fix),
+            )
+            for r, memory, fix in live
         ],
         forgotten=len(used) - len(live),
     )

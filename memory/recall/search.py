@@ -5,10 +5,10 @@ finds candidates by meaning (dense, the query without the participants' names: m
 and by keyword (sparse, the question's content words) within the venue's filter; the two lists are
 fused here, whatever the backend; the text then comes from Postgres, re-checking ownership, so a
 stale index entry can neither leak nor revive a forgotten memory. A question about nothing said
-recalls nothing (RELEVANCE_FLOOR); a memory holding the kind of answer asked for goes up
-(ANSWER_KIND_BONUS). The exchanges just before and after the best memories come with them as their
-context, when the words fit: what was said around an answer often completes it. Memories their user
-pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
+recalls nothing, and no memory sharing nothing with it comes (memory.recall.relevance); a memory
+holding the kind of answer asked for goes up. The exchanges just before and after the best memories
+come with them as their context, when the words fit: what was said around an answer often completes
+it. Memories their user pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
 """
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ from memory.owners.user_settings import fresh_setting
 from memory.recall.index import Candidates
 from memory.recall.query import dense_query, names_of
 from memory.recall.question import read_question
+from memory.recall.relevance import (
+    SAID_BY_USER,
+    SAID_IN_REPLY,
+    MemoryWords,
+    add_bonuses,
+    questions_last,
+    relevant,
+)
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, RecallFilter
 from models import Memory, Message, UserSettings
@@ -48,34 +56,13 @@ DENSE_WEIGHT = 0.3
 # question's content words are few. bench.recall_questions direct first, verbatim / summarized: 83.6 /
 # 82.9% at 0.3, 85.7 / 85.0% at 0.4 to 0.5, 85.0% at 0.6; LoCoMo's questions are in the third person.
 ABOUT_USER_DENSE_WEIGHT = 0.5
+# The least a side gives a memory it found (min-max would give its last 0): a score of 0 means found
+# by neither, never relevant (memory.recall.relevance).
+FOUND_FLOOR = 0.01
 # A memory only the dense side found, at a cosine this low, is noise rather than a memory of what was
 # asked. Unrelated texts score about 0 to 0.1 with the local MiniLM, related ones 0.3 and up; a
 # memory with a keyword in common is kept whatever its cosine.
 MIN_DENSE_SIMILARITY = 0.1
-# The relevance floor. The fused score ranks (each side is normalised to its own best), so it says
-# nothing of whether the best is any good; what does is absolute: a memory's cosine with the
-# question plus the share of the question's content words it holds (`Question.coverage`), in its
-# text or in what was said word for word (a summary may have dropped the word), or that share alone
-# when it is half the question's content at least. Unless a memory read reaches the floor, the
-# question is not about anything said: nothing is recalled. A
-# question about the user ("my", "I") or naming either of the two who talk asks about their life,
-# which these memories are: the bar is low (a content word in common, or a cosine of related
-# texts); a general one ("how do tides work?") must show its subject. bench.recall_questions: 94.4%
-# of unrelated questions return nothing, every direct one still returns (docs/PERFORMANCE.md).
-RELEVANCE_FLOOR = 0.6
-HALF_THE_CONTENT = 0.5
-ABOUT_USER_FLOOR = 0.15
-# Added to the fused score of a memory holding the kind of answer the question asks for (a time for
-# "when", an amount for "how many", a name for "who" and "where": `Question.holds_answer`), among the
-# best read. On bench.recall_questions direct questions first 80.5% -> 82.8%, LoCoMo dev r@10
-# 83.9 -> 84.5 (verbatim, without neighbours); 0.1 to 0.3 measured alike.
-ANSWER_KIND_BONUS = 0.2
-# Added to the fused score of a memory holding the noun the question asks about (`Question.head`:
-# the address of "what's my sister's address"). bench.recall_questions direct first, verbatim /
-# summarized: 85.0 / 84.3% without, 85.7 / 85.0% at 0.4 (0.2 alike; 0.6 a fix and a loss); LoCoMo dev
-# r@10 unchanged within noise. A bonus for adjacent content words found together ("Lisbon map") was
-# measured and left out: one more direct question, LoCoMo r@10 -0.4.
-HEAD_BONUS = 0.4
 # A pinned memory is recalled ahead of the others when the query is about it: it shares a word with
 # the query, or its meaning is this close (related texts score 0.2 and up against a short query with
 # the local MiniLM, unrelated ones about 0). A pin the query is not about keeps its rank, or stays away.
@@ -123,19 +110,6 @@ class StoredMemory:
 # Only these columns are read, as plain rows: measured faster than whole ORM entities (about 2 ms a
 # recall for a typical user, 5 for one with 5,000 memories, at 30,000 memories).
 _READ = tuple(getattr(Memory, field.name) for field in dataclasses.fields(StoredMemory))
-# What was said in a memory's exchange, word for word, read with it (its summary may have dropped a
-# word the question has): what the relevance floor and the answer's kind are judged on. A memory its
-# user corrected is judged on their words alone.
-_SAID = (
-    select(func.string_agg(Message.content, "\n"))
-    .where(
-        Message.conversation_id == Memory.conversation_id,
-        Message.external_id == any_(Memory.source_message_ids),
-        Memory.edited_at.is_(None),
-    )
-    .correlate(Memory)
-    .scalar_subquery()
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +117,8 @@ class RecalledMemory(StoredMemory):
     """A memory recalled: as read (its own text, messages and id), with its score, and the memories
     said just before and after it in its conversation that came with it (`context`, conversation
     order). What is shown beside its id is its own text; a prompt reads it with its context
-    (`text_with_context`). Its score is the fused one (`fuse`, in [0, 1]) plus ANSWER_KIND_BONUS when
-    it holds the kind of answer asked for and HEAD_BONUS when it holds the noun asked about."""
+    (`text_with_context`). Its score is the fused one (`fuse`, in [0, 1]) plus the bonuses of
+    memory.recall.relevance (the kind of answer asked for, the noun asked about)."""
 
     score: float
     context: tuple[StoredMemory, ...] = ()
@@ -162,7 +136,7 @@ class RecalledMemory(StoredMemory):
 
 
 def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[uuid.UUID, float]:
-    """Each side's scores min-max normalised to [0, 1], then weighted and summed (absent = 0).
+    """Each side's scores min-max normalised to [FOUND_FLOOR, 1], then weighted and summed (absent = 0).
 
     A blend of scores rather than of ranks: the weaker side cannot lift its long tail over what the
     stronger side found clearly, and a memory both sides found scores highest. In [0, 1].
@@ -174,7 +148,7 @@ def fuse(candidates: Candidates, *, dense_weight: float = DENSE_WEIGHT) -> dict[
         low, high = min(h.score for h in hits), max(h.score for h in hits)
         for hit in hits:
             normalised = 1.0 if high <= low else (hit.score - low) / (high - low)
-            fused[hit.id] = fused.get(hit.id, 0.0) + weight * normalised
+            fused[hit.id] = fused.get(hit.id, 0.0) + weight * max(normalised, FOUND_FLOOR)
     return fused
 
 
@@ -190,9 +164,9 @@ async def recall(
 ) -> list[RecalledMemory]:
     """The user's memories of this personality that best match the query, for this venue only.
 
-    Nothing when no memory is about the question (RELEVANCE_FLOOR), or, `for_reply` (a reply's
+    Nothing when no memory is about the question (memory.recall.relevance), or, `for_reply` (a reply's
     prompt), when the user chose fresh mode. Else best first by fused score (`fuse`, plus
-    ANSWER_KIND_BONUS and HEAD_BONUS), among equals (EQUAL_SCORES) the one said more often, then the
+    the relevance bonuses), among equals (EQUAL_SCORES) the one said more often, then the
     most recent, except that relevant pinned memories come before all of them (`pins_first`); one
     memory of each group of repeats (`one_of_each`). The best CONTEXT_HITS carry the exchanges just
     before and after them as context while the words fit (`with_context`). The query is searched as
@@ -230,7 +204,7 @@ async def recall(
         # Candidates a pin among them would be recalled first for (see PIN_MIN_SIMILARITY).
         about = shared_words | {h.id for h in found.dense if h.score >= PIN_MIN_SIMILARITY}
         rows = await session.execute(
-            select(*_READ, _SAID).where(
+            select(*_READ, SAID_BY_USER, SAID_IN_REPLY).where(
                 # The best few, and any pin the query is about wherever it ranked: one query.
                 or_(
                     Memory.id == any_(_ids(best)),
@@ -242,22 +216,19 @@ async def recall(
                 Memory.forgotten_claim_id.is_(None),
             )
         )
-        said: dict[uuid.UUID, str] = {}
+        words: dict[uuid.UUID, MemoryWords] = {}
         read = []
-        for *fields, words in rows:
-            read.append(StoredMemory(*fields))
-            said[read[-1].id] = f"{read[-1].content}\n{words or ''}"
+        for *fields, by_user, in_reply in rows:
+            read.append(memory := StoredMemory(*fields))
+            words[memory.id] = MemoryWords.read(memory.content, memory.summarized, by_user, in_reply)
         cosines = {h.id: h.score for h in found.dense}
-        about_them = question.about_user or question.about_participants
-        floor = ABOUT_USER_FLOOR if about_them else RELEVANCE_FLOOR
-        if not any(_relevant(question.coverage(said[m.id]), cosines.get(m.id, 0.0), floor) for m in read):
+        pins = {m.id for m in read if m.pinned and m.id in about}
+        add_bonuses(question, words, scores)
+        allowed = relevant(question, words, cosines, scores, pins)
+        read = [m for m in read if m.id in allowed]
+        if not read:
             return []
-        for m in read:
-            if question.holds_answer(said[m.id]):
-                scores[m.id] = scores.get(m.id, 0.0) + ANSWER_KIND_BONUS
-            if question.holds_head(said[m.id]):
-                scores[m.id] = scores.get(m.id, 0.0) + HEAD_BONUS
-        ranked = one_of_each(pins_first(by_score(read, scores), about))
+        ranked = one_of_each(pins_first(questions_last(by_score(read, scores), question, words), about))
         vectors = await index.dense_vectors([m.id for m in ranked])
         hits = restatements_last(ranked, vectors, names)[:limit]
         around = await _neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
@@ -317,11 +288,6 @@ async def _query_vector_and_venue(
     if dense_query(query, names) != text:
         [dense] = await store.embedder.embed([dense_query(query, names)])
     return dense, bool(in_guild and allow_dm), names
-
-
-def _relevant(coverage: float, cosine: float, floor: float) -> bool:
-    """Whether a memory is about the question (see RELEVANCE_FLOOR)."""
-    return coverage >= HALF_THE_CONTENT or coverage + cosine >= floor
 
 
 def by_score(read: Sequence[StoredMemory], scores: Mapping[uuid.UUID, float]) -> list[StoredMemory]:

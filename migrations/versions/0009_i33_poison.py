@@ -5,7 +5,7 @@ One bad row (a date the driver reads back naive, a point the index refuses) is m
 `reindex` for every personality. `personae reindex` tries such rows again.
 
 Revision ID: 0009_i33_poison
-Revises: 0007_i21_receipts_corrections
+Revises: 0008_i31_supersession
 Create Date: 2026-11-27 15:30:00
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0009_i33_poison"
-down_revision: str | None = "0007_i21_receipts_corrections"
+down_revision: str | None = "0008_i31_supersession"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

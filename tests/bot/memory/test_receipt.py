@@ -28,9 +28,10 @@ FACTS = (
 
 
 async def seed(runtime: Any, personality: Personality, user: int = ALICE) -> None:
-    """Alice's memories with the personality, formed in this guild channel."""
+    """Alice's memories with the personality, formed in another channel of this guild (the history of
+    this one would show them: they would not be recalled into its prompts)."""
     assert await seed_memories(
-        runtime, personality, str(user), exchanges=FACTS, guild_id=str(GUILD), channel_id=str(CHANNEL)
+        runtime, personality, str(user), exchanges=FACTS, guild_id=str(GUILD), channel_id=str(CHANNEL + 1)
     ) == len(FACTS)
 
 
@@ -129,7 +130,7 @@ async def test_the_receipt_works_after_a_restart_and_follows_a_regenerated_answe
 ) -> None:
     await seed(runtime, lilith)
     llm_server.responder = lambda body: "Biscuit!"
-    await fake_discord.say("Lilith, what is my dog called?", user=ALICE)
+    await fake_discord.say("Lilith, what is my dog called, and where am I moving?", user=ALICE)
     [reply] = fake_discord.sent_by_bot(CHANNEL)
     before = set(shown_ids((await open_receipt(fake_discord, reply)).reply))
     assert before

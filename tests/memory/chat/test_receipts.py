@@ -22,9 +22,10 @@ SAID = (
 
 
 async def tell(runtime: Any, lilith: Personality, llm_server: LLMTestServer) -> None:
+    """Told in another channel: memories of messages the history shows are not recalled."""
     llm_server.responder = lambda body: "Noted, thank you."
     for text in SAID:
-        await answer(runtime, request(lilith, text))
+        await answer(runtime, request(lilith, text, channel_id="599"))
 
 
 def system_prompt(llm_server: LLMTestServer) -> str:

@@ -249,7 +249,7 @@ async def test_recall_runs_beside_the_storing_of_the_message(
     runtime: Any, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     llm_server.responder = lambda body: "Noted."
-    await answer(runtime, request(lilith, "My favourite tea is lapsang souchong."), "t1")
+    await answer(runtime, request(lilith, "My favourite tea is lapsang souchong.", channel_id="599"), "t1")
     events: list[str] = []
     store, recall = runtime.chat.store_user_message, runtime.memory.recall
 

@@ -6,6 +6,7 @@ Edge, the local embedder, the LLMs over HTTP)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,9 @@ async def test_a_dropped_fact_reaches_the_chat_prompt(
     summary = memory.content.splitlines()[0]
     assert "Thistle" not in summary  # the model's summary dropped it; the memory carries it
 
-    await answer(runtime, chat(sage, "1001", "Alice", "m2", "What do you remember about my horse?"))
+    # Asked in another channel: this conversation's history would show the exchange itself.
+    asked = chat(sage, "1001", "Alice", "m2", "What do you remember about my horse?")
+    await answer(runtime, dataclasses.replace(asked, channel_id=f"{CHANNEL}-other"))
     prompt = json.dumps(chat_requests(llm_server)[-1]["messages"])
     assert "Thistle" in prompt and summary in prompt
 

@@ -84,7 +84,8 @@ def test_a_question_asking_for_several_things_gathers(query: str, gathers: bool)
         ("How old is my grandmother?", AnswerKind.AMOUNT),
         ("Who adopted Clover?", AnswerKind.PERSON),
         ("Where did we find Ember?", AnswerKind.PLACE),
-        ("What is my sister's name?", None),
+        ("What is my sister's name?", AnswerKind.NAME),
+        ("What is my dog called?", AnswerKind.NAME),
         ("Clover", None),
     ],
 )

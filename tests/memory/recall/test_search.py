@@ -21,6 +21,7 @@ from memory.recall.query import ParticipantNames, dense_query, names_of
 from memory.recall.search import (
     DENSE_WEIGHT,
     EQUAL_SCORES,
+    FOUND_FLOOR,
     StoredMemory,
     by_score,
     fuse,
@@ -58,9 +59,10 @@ def test_fuse_blends_min_max_normalised_scores_with_the_keyword_side_weighing_mo
         keyword=[ScoredId(C, 12.0), ScoredId(D, 4.0), ScoredId(A, 2.0)],
     )
     fused = fuse(found)
-    assert fused[A] == pytest.approx(DENSE_WEIGHT * 1.0 + (1 - DENSE_WEIGHT) * 0.0)
+    # The last of a side still gets FOUND_FLOOR of it: found is not nothing.
+    assert fused[A] == pytest.approx(DENSE_WEIGHT * 1.0 + (1 - DENSE_WEIGHT) * FOUND_FLOOR)
     assert fused[B] == pytest.approx(DENSE_WEIGHT * 0.5)
-    assert fused[C] == pytest.approx(DENSE_WEIGHT * 0.0 + (1 - DENSE_WEIGHT) * 1.0)
+    assert fused[C] == pytest.approx(DENSE_WEIGHT * FOUND_FLOOR + (1 - DENSE_WEIGHT) * 1.0)
     assert fused[D] == pytest.approx((1 - DENSE_WEIGHT) * 0.2)
     # The keyword side's best beats the dense side's best: keywords weigh more (0.7 against 0.3).
     assert sorted(fused, key=lambda i: -fused[i]) == [C, A, B, D]
@@ -78,7 +80,7 @@ def test_fuse_ranks_what_both_sides_found_first() -> None:
 
 def test_fuse_with_one_side_or_none() -> None:
     only_dense = fuse(Candidates(dense=[ScoredId(A, 0.4), ScoredId(B, 0.2)], keyword=[]))
-    assert only_dense == {A: pytest.approx(DENSE_WEIGHT), B: 0.0}
+    assert only_dense == {A: pytest.approx(DENSE_WEIGHT), B: pytest.approx(DENSE_WEIGHT * FOUND_FLOOR)}
     # A single hit, or equal scores, normalise to 1: nothing to tell apart on that side.
     assert fuse(Candidates(dense=[], keyword=[ScoredId(C, 3.0)])) == {C: pytest.approx(1 - DENSE_WEIGHT)}
     assert fuse(Candidates(dense=[], keyword=[])) == {}

@@ -1,0 +1,41 @@
+"""Reinforcement across conversations (issue 31): the same line said again after `chat --new` (a new
+conversation of the same venue) reinforces its memory instead of adding a row; said in another venue
+(a guild channel against the DM) it is a row of its own, marked as the repeat it is. Through the chat
+service; real PostgreSQL, Qdrant Edge, the embedder and the chat LLM over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from models import Memory, Personality
+from testkit.llm_server import LLMTestServer
+from tests.memory.chat.turns import answer, request
+
+SAID = "My dog Biscuit is a three year old beagle who loves the beach."
+DM = {"guild_id": None, "channel_id": "dm-1"}
+
+
+async def rows(runtime: Any) -> list[Memory]:
+    async with runtime.sessionmaker() as session:
+        return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
+
+
+async def test_the_same_line_after_a_new_conversation_reinforces_its_memory(
+    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    llm_server.responder = lambda body: "Noted, thank you."
+    await answer(runtime, request(lilith, SAID, **DM))
+    [first] = await rows(runtime)
+    await runtime.chat.start_new_conversation(
+        personality_id=lilith.id, guild_id=None, channel_id="dm-1", user_id="1001"
+    )
+    await answer(runtime, request(lilith, SAID, **DM))
+    [again] = await rows(runtime)
+    assert again.id == first.id and again.times_said == 2 and again.conversation_id == first.conversation_id
+
+    # In a guild channel (other recalls see it): a row of its own, a repeat of the first.
+    await answer(runtime, request(lilith, SAID))
+    memories = await rows(runtime)
+    assert len(memories) == 2 and memories[1].repeat_of == first.id

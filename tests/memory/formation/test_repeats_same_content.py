@@ -1,0 +1,56 @@
+"""Repeats only for the same content (issue 30): two memories fold together only when their exchanges
+say the same thing, never because their summaries do ("Alice told Sage about her plans" for two
+different exchanges). Real PostgreSQL, Qdrant Edge, the local embedder, the summarizer over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.llm import LLMClient
+from memory.recall.edge import EdgeVectorIndex
+from memory.recall.embedders import Embedder
+from memory.service import MemoryService
+from memory.types import ModelConfig
+from testkit.llm_server import LLMTestServer
+from tests.memory.test_service import add_chat, add_personality, make_service, memories
+
+VAGUE = "Alice told Sage about her plans."
+
+
+@pytest.fixture
+async def service(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    embedder: Embedder,
+    llm_server: LLMTestServer,
+    tmp_path: Path,
+) -> AsyncIterator[MemoryService]:
+    """Summaries by the test server's summarizer model."""
+    cfg = ModelConfig(
+        model="openai/test-summarizer", api_base=llm_server.base_url, api_key="test", timeout=2.0
+    )
+    llm = LLMClient(max_concurrency_per_provider=8, max_retries=1, backoff_base=0.01, backoff_max=0.05)
+    index = EdgeVectorIndex(tmp_path / "qdrant")
+    yield make_service(sessionmaker, index, embedder, llm, cfg)
+    await index.close()
+
+
+async def test_two_vague_summaries_of_different_exchanges_stay_two_memories(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, llm_server: LLMTestServer
+) -> None:
+    p = await add_personality(sessionmaker, "Sage", "summarized")
+    llm_server.responder = lambda body: VAGUE
+    turns = [
+        ("user", "I want to learn to knit scarves and mittens for the whole family."),
+        ("assistant", "How lovely, start with something simple."),
+        ("user", "I am repainting the kitchen cupboards a deep olive green colour."),
+        ("assistant", "Olive green will look lovely."),
+    ]
+    await add_chat(sessionmaker, p, turns)
+    report = await service.form_pending()
+    formed = await memories(sessionmaker)
+    assert [m.content for m in formed] == [VAGUE, VAGUE] and report.repeats == 0
+    assert all(m.times_said == 1 for m in formed)
