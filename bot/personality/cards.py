@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -25,6 +25,7 @@ from bot.messages import DISCORD_LIMIT
 from bot.slash_commands import PersonaeCog, command
 from memory.errors import InvalidInputError, UserFacingError
 from memory.owners.card_pictures import CardPictures, import_card
+from memory.owners.card_png import plain_picture
 from memory.owners.cards import MAX_CARD_FILE_BYTES, V3, export_card, export_png, parse_card
 from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH
 
@@ -166,21 +167,29 @@ class CardCommands(PersonaeCog):
         "export",
         "Download a personality you own as a character card",
         personality="The personality to export (V3 if it came as V3, else V2)",
-        image="A PNG to put the card in (default: the picture its card came in, else JSON)",
+        image="A PNG to put the card in, as SillyTavern does",
+        format="png: the card in a picture (yours, else the one its card came in); default json",
     )
     async def card_export(
-        self, interaction: Interaction, personality: str, image: discord.Attachment | None = None
+        self,
+        interaction: Interaction,
+        personality: str,
+        image: discord.Attachment | None = None,
+        format: Literal["json", "png"] | None = None,
     ) -> None:
         service = self.runtime.personalities
         p = await service.get(personality)
         service.require_manager(p, user_id_of(interaction), "export its card")  # the card holds its prompt
         card = export_card(p)
         version = "V3" if card["spec"] == V3 else "V2"
-        # A card that came in a PNG goes back in its picture, as SillyTavern shares cards.
-        picture = await CardPictures(self.runtime.sessionmaker).get(p.id) if image is None else None
-        whose = "the picture its card came in"
+        picture: bytes | None = None
         if image is not None:
             picture, whose = await read_attachment(interaction, image, "The picture"), "your picture"
+        elif format == "png":
+            # The picture its card came in (kept at import), else the plain placeholder.
+            picture = await CardPictures(self.runtime.sessionmaker).get(p.id)
+            whose = "the picture its card came in" if picture else "a plain picture"
+            picture = picture or plain_picture()
         if picture is None:
             data, filename = json.dumps(card, ensure_ascii=False, indent=2).encode(), f"{p.name}.json"
             said = f"**{p.display_name}** as a Character Card {version} (JSON)."
