@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.errors import InvalidInputError
 from memory.owners.card_png import png_with_cards
 from memory.owners.cards import MAX_CARD_FILE_BYTES, CardImport, ParsedCard, create_from_card, export_png
 from memory.types import MemoryMode
@@ -61,6 +62,19 @@ class CardPictures:
         return export_png(personality, picture or await self.get(personality.id))
 
 
+def _picture_alone(card_png: bytes) -> tuple[bytes | None, str | None]:
+    """(the picture without its card chunks, or None and why it cannot be kept). The card's own read
+    stopped at its card chunk: the rest of the file is checked here, a broken end costing only the
+    picture."""
+    try:
+        picture = png_with_cards(card_png, [])
+    except InvalidInputError:
+        return None, "the file is broken past the card"  # what is wrong was the picture's own business
+    if len(picture) > MAX_CARD_PICTURE_BYTES:
+        return None, f"over {MAX_CARD_PICTURE_BYTES // 2**20} MiB"
+    return picture, None
+
+
 async def import_card(
     personalities: PersonalityService,
     pictures: CardPictures,
@@ -74,7 +88,8 @@ async def import_card(
     display_name: str | None = None,
 ) -> PictureImport:
     """create_from_card, and the picture a PNG card came in kept with the new personality; a picture
-    over MAX_CARD_PICTURE_BYTES is not kept, and the report says so."""
+    over MAX_CARD_PICTURE_BYTES (or broken past the card) is not kept, and the report says so."""
+    picture, problem = _picture_alone(card.image) if card.image is not None else (None, None)
     imported = await create_from_card(
         personalities,
         card,
@@ -85,11 +100,8 @@ async def import_card(
         memory_mode=memory_mode,
         display_name=display_name,
     )
-    if card.image is None:
-        return PictureImport(imported.personality, imported.prompt, imported.report)
-    picture = png_with_cards(card.image, [])  # the picture alone: the card is written at each export
-    if len(picture) > MAX_CARD_PICTURE_BYTES:
-        not_kept = [*imported.report.not_kept, f"its picture (over {MAX_CARD_PICTURE_BYTES // 2**20} MiB)"]
+    if picture is None:
+        not_kept = [*imported.report.not_kept, *([f"its picture ({problem})"] if problem else [])]
         report = dataclasses.replace(imported.report, not_kept=not_kept)
         return PictureImport(imported.personality, imported.prompt, report)
     try:

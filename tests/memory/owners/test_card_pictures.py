@@ -12,7 +12,7 @@ from memory.owners.card_pictures import MAX_CARD_PICTURE_BYTES, CardPictures, im
 from memory.owners.cards import parse_card
 from memory.owners.personalities import PersonalityService
 from models import PersonalityPicture
-from tests.memory.owners.cards import SERAPHINA_V2, card_png, chunk, encoded, png, text_chunk
+from tests.memory.owners.cards import SERAPHINA_V2, card_png, chunk, encoded, png, text_chunk, v3
 
 
 async def _pictures_stored(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
@@ -74,4 +74,21 @@ async def test_a_picture_over_the_bound_is_not_kept_and_the_report_says_so(
     assert not imported.picture_kept
     assert "its picture (over 8 MiB)" in imported.report.not_kept
     assert "not kept: its picture (over 8 MiB)" in imported.report.lines()
+    assert await _pictures_stored(sessionmaker) == 0
+
+
+async def test_a_file_broken_past_its_card_imports_without_its_picture(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> None:
+    service, pictures = PersonalityService(sessionmaker), CardPictures(sessionmaker)
+    broken = bytearray(chunk(b"teXt", b"after the card"))
+    broken[-1] ^= 1  # its CRC no longer matches: the card's own read never gets that far
+    imported = await import_card(
+        service,
+        pictures,
+        parse_card(png(text_chunk("ccv3", encoded(v3(SERAPHINA_V2))), bytes(broken))),
+        by_operator=True,
+    )
+    assert imported.personality.display_name == "Seraphina" and not imported.picture_kept
+    assert "its picture (the file is broken past the card)" in imported.report.not_kept
     assert await _pictures_stored(sessionmaker) == 0
