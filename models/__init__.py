@@ -16,6 +16,7 @@ from models.entities import (
     SystemPrompt,
     UserSettings,
 )
+from models.pictures import PersonalityPicture
 
 __all__ = [
     "Base",
@@ -28,6 +29,7 @@ __all__ = [
     "Message",
     "Persona",
     "Personality",
+    "PersonalityPicture",
     "ReplyMemory",
     "Summary",
     "SystemPrompt",

@@ -110,7 +110,12 @@ def add_commands(commands: Subcommands) -> None:
     export.add_argument(
         "-o", "--output", type=Path, help="file to write: .json, or .png (default: JSON on standard output)"
     )
-    export.add_argument("--image", type=Path, help="with -o FILE.png: the picture to put the card in")
+    export.add_argument(
+        "--image",
+        type=Path,
+        help="with -o FILE.png: the picture to put the card in (default: the picture its card came "
+        "in, else a plain one)",
+    )
     export.set_defaults(handler=cmd_personality_export)
     lore.add_commands(pcommands)
 
@@ -224,12 +229,15 @@ async def cmd_personality_delete(args: argparse.Namespace, runtime: Runtime) -> 
 
 
 async def cmd_personality_import(args: argparse.Namespace, core: Core) -> None:
-    from memory.owners.cards import create_from_card, read_card_file
+    from memory.owners.card_pictures import CardPictures, import_card
+    from memory.owners.cards import read_card_file
 
     card = read_card_file(args.file)
-    # No host for the card's picture here: the card's own https avatar URL, if it names one.
-    imported = await create_from_card(
+    # No host for the card's picture as an avatar here: the card's own https avatar URL, if it names
+    # one. The picture itself is kept for `export`.
+    imported = await import_card(
         core.personalities,
+        CardPictures(core.sessionmaker),
         card,
         name=args.name,
         owner_id=args.owner,
@@ -244,10 +252,13 @@ async def cmd_personality_import(args: argparse.Namespace, core: Core) -> None:
     for line in imported.report.lines():
         print(line)
     print(f"avatar:   {p.avatar_url or '-'}")
+    if imported.picture_kept:
+        print("picture:  kept; `personality export NAME -o FILE.png` writes the card back in it")
 
 
 async def cmd_personality_export(args: argparse.Namespace, core: Core) -> None:
-    from memory.owners.cards import export_card, export_png
+    from memory.owners.card_pictures import CardPictures
+    from memory.owners.cards import export_card
 
     personality = await core.personalities.get(args.name)
     as_png = args.output is not None and args.output.suffix.lower() == ".png"
@@ -264,7 +275,7 @@ async def cmd_personality_export(args: argparse.Namespace, core: Core) -> None:
             picture = args.image.read_bytes() if args.image is not None else None
         except OSError as exc:
             raise CommandError(f"Cannot read {args.image}: {exc.strerror}") from None
-        data = export_png(personality, picture)
+        data = await CardPictures(core.sessionmaker).export_png(personality, picture)
     try:
         args.output.write_bytes(data)
     except OSError as exc:

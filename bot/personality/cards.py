@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -24,7 +24,9 @@ from bot.interactions import Interaction, user_id_of
 from bot.messages import DISCORD_LIMIT
 from bot.slash_commands import PersonaeCog, command
 from memory.errors import InvalidInputError, UserFacingError
-from memory.owners.cards import MAX_CARD_FILE_BYTES, V3, create_from_card, export_card, export_png, parse_card
+from memory.owners.card_pictures import CardPictures, import_card
+from memory.owners.card_png import plain_picture
+from memory.owners.cards import MAX_CARD_FILE_BYTES, V3, export_card, export_png, parse_card
 from memory.owners.personality_fields import MAX_DISPLAY_NAME_LENGTH, MAX_NAME_LENGTH
 
 if TYPE_CHECKING:
@@ -136,8 +138,9 @@ class CardCommands(PersonaeCog):
         data = await read_attachment(interaction, card, "The card file")
         parsed = await asyncio.to_thread(parse_card, data)  # up to 8 MiB to check: off the event loop
         service, uid = self.runtime.personalities, user_id_of(interaction)
-        imported = await create_from_card(
-            service, parsed, name=name, owner_id=uid, by_operator=False, display_name=display_name
+        pictures = CardPictures(self.runtime.sessionmaker)
+        imported = await import_card(
+            service, pictures, parsed, name=name, owner_id=uid, by_operator=False, display_name=display_name
         )
         p = imported.personality
         url: str | None = None
@@ -164,24 +167,36 @@ class CardCommands(PersonaeCog):
         "export",
         "Download a personality you own as a character card",
         personality="The personality to export (V3 if it came as V3, else V2)",
-        image="A PNG to put the card in, as SillyTavern does (default: JSON)",
+        image="A PNG to put the card in, as SillyTavern does",
+        format="png: the card in a picture (yours, else the one its card came in); default json",
     )
     async def card_export(
-        self, interaction: Interaction, personality: str, image: discord.Attachment | None = None
+        self,
+        interaction: Interaction,
+        personality: str,
+        image: discord.Attachment | None = None,
+        format: Literal["json", "png"] | None = None,
     ) -> None:
         service = self.runtime.personalities
         p = await service.get(personality)
         service.require_manager(p, user_id_of(interaction), "export its card")  # the card holds its prompt
         card = export_card(p)
         version = "V3" if card["spec"] == V3 else "V2"
-        if image is None:
+        picture: bytes | None = None
+        if image is not None:
+            picture, whose = await read_attachment(interaction, image, "The picture"), "your picture"
+        elif format == "png":
+            # The picture its card came in (kept at import), else the plain placeholder.
+            picture = await CardPictures(self.runtime.sessionmaker).get(p.id)
+            whose = "the picture its card came in" if picture else "a plain picture"
+            picture = picture or plain_picture()
+        if picture is None:
             data, filename = json.dumps(card, ensure_ascii=False, indent=2).encode(), f"{p.name}.json"
             said = f"**{p.display_name}** as a Character Card {version} (JSON)."
         else:
-            picture = await read_attachment(interaction, image, "The picture")
             data, filename = await asyncio.to_thread(export_png, p, picture), f"{p.name}.png"
             said = (
-                f"**{p.display_name}** as a Character Card {version} in your picture (PNG, with the card "
+                f"**{p.display_name}** as a Character Card {version} in {whose} (PNG, with the card "
                 "as V2 and V3 for every reader)."
             )
         file = discord.File(io.BytesIO(data), filename=filename)

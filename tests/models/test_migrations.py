@@ -30,6 +30,7 @@ EXPECTED_TABLES = {
     "channel_bindings",
     "forgotten_claims",
     "reply_memories",
+    "personality_pictures",
 }
 
 
