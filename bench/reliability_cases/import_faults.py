@@ -126,18 +126,30 @@ async def summary_nul_and_surrogate(lab: Lab, scale: Scale) -> Outcome:
 @case(
     "import-faults",
     "recall-query-not-utf8",
-    did="issue 20 item 15: `personae recall` (a subprocess) whose query argument holds a byte that is not "
-    "UTF-8 (0xFF: Python reads it as a lone surrogate)",
-    expected="answered (exit 0, the memory found), no traceback",
+    did="issue 20 item 15, issue 33 item 7: `personae recall` (a subprocess) whose query argument holds a "
+    "byte that is not UTF-8 (0xFF: Python reads it as a lone surrogate)",
+    expected="refused in one line naming UTF-8 (exit 2, as argparse's own errors), no traceback; the same "
+    "query in UTF-8 is answered",
 )
 async def recall_query_not_utf8(lab: Lab, scale: Scale) -> Outcome:
     name = await _personality(lab, "if-recall")
     imported = await lab.cli("import", str(lab.workdir / f"{name}.jsonl"), "--personality", name)
-    found = await lab.cli(
+    refused = await lab.cli(
         "recall", "Brompton \udcff Lisbon", "--personality", name, "--user", "5001", "--json"
     )
+    found = await lab.cli("recall", "Brompton Lisbon", "--personality", name, "--user", "5001", "--json")
     ids = json.loads(found.out)["memories"][0]["source_message_ids"] if found.code == 0 and found.out else []
-    ok = imported.code == 0 and found.code == 0 and not found.traceback and ids == ["u1", "a1"]
+    one_line = refused.one_line()
+    ok = (
+        imported.code == 0
+        and refused.code == 2
+        and not refused.traceback
+        and "UTF-8" in one_line
+        and found.code == 0
+        and ids == ["u1", "a1"]
+    )
     return check(
-        ok, f"import exit {imported.code}; recall exit {found.code}: {found.one_line()[:160] or ids!r}"
+        ok,
+        f"import exit {imported.code}; refused exit {refused.code}: {one_line[:120]}; "
+        f"recall exit {found.code}: {ids!r}",
     )
