@@ -39,10 +39,14 @@ async def assert_not_answered(
 
 
 async def assert_not_remembered(
-    discord_world: FakeDiscord, runtime: Any, refused: SentMessage, seen: list[SentMessage]
+    discord_world: FakeDiscord,
+    runtime: Any,
+    llm_server: LLMTestServer,
+    refused: SentMessage,
+    seen: list[SentMessage],
 ) -> None:
     """Alice's next message (the bot restarted, its flood window with it) is answered, and its memory
-    takes none of the refused one in."""
+    takes none of the refused one in; nor did any prompt (chat, summary, memory): never heard."""
     later = await discord_world.say("Lilith, what's for lunch?", user=ALICE, channel=PLAIN_CHANNEL)
     assert len(discord_world.sent_by_bot(PLAIN_CHANNEL)) == len(seen) + 1
     memories = await remembered(runtime.user_settings, str(ALICE))
@@ -52,6 +56,7 @@ async def assert_not_remembered(
     kept = [{k: v for k, v in m.items() if k not in ("id", "source_message_ids")} for m in memories]
     words = json.dumps(kept)
     assert "4921" not in words
+    assert "4921" not in json.dumps(llm_server.requests)
     assert refused.id not in discord_world.reacted()
     assert (await runtime.memory.form_pending()).memories == 0  # nothing left for a later pass
 
@@ -70,7 +75,7 @@ async def test_a_refused_message_is_not_answered_after_a_restart_nor_remembered(
     await start_bot()  # READY: what was missed is read back
 
     await assert_not_answered(discord_world, runtime, refused, [reply, notice])
-    await assert_not_remembered(discord_world, runtime, refused, [reply, notice])
+    await assert_not_remembered(discord_world, runtime, llm_server, refused, [reply, notice])
 
 
 async def test_a_refused_message_is_not_answered_after_a_resume_nor_remembered(
@@ -88,4 +93,4 @@ async def test_a_refused_message_is_not_answered_after_a_resume_nor_remembered(
     await assert_not_answered(discord_world, runtime, refused, [reply, notice])
     await discord_world.stop()
     await start_bot()
-    await assert_not_remembered(discord_world, runtime, refused, [reply, notice])
+    await assert_not_remembered(discord_world, runtime, llm_server, refused, [reply, notice])
