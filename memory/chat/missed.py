@@ -1,6 +1,7 @@
 """What the bot missed while away, as the message log and the bindings tell: the places to read again
 and from which message on, which missed message still deserves an answer, where remembered messages
-were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do."""
+were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do. A message the
+bot refused is stored as refused (`refuse`), so it marks its place as read: never missed, never answered."""
 
 from __future__ import annotations
 
