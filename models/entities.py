@@ -196,14 +196,14 @@ class Message(Base):
     reply_to_id: Mapped[int | None] = mapped_column(
         BigInteger, ForeignKey("messages.id", ondelete="SET NULL"), index=True
     )
-    # Why this message must never become a memory: said while its author was incognito, or its
-    # exchange was forgotten with "Forget this". Formation skips the whole exchange, whoever runs it.
+    # Why this message must never become a memory: said incognito, its exchange forgotten ("Forget
+    # this"), or refused (over the flood limit, never answered). Formation skips the whole exchange.
     memory_excluded: Mapped[str | None] = mapped_column(String(12))
 
     __table_args__ = (
         UniqueConstraint("conversation_id", "external_id"),
         CheckConstraint("role IN ('user', 'assistant')", name="role"),
-        CheckConstraint("memory_excluded IN ('incognito', 'forgotten')", name="memory_excluded"),
+        CheckConstraint("memory_excluded IN ('incognito', 'forgotten', 'refused')", name="memory_excluded"),
         Index("ix_messages_conversation_id_id", "conversation_id", "id"),
         Index(
             "ix_messages_memory_pending",

@@ -22,6 +22,7 @@ from bot.chat.regenerate import REGENERATE_EVENT, RegenerateButton, answer_again
 from bot.chat.senders import ReplySenders, send_notice
 from bot.reactions import RememberedReaction
 from bot.slash_commands import PersonaeCog
+from memory.chat.service import Route
 
 if TYPE_CHECKING:
     from bot.client import PersonaeBot
@@ -81,12 +82,21 @@ class ChatCog(PersonaeCog):
             return
         refusal = self.flood.hit(message)
         if refusal is not None:
+            await self.store_refused(message, route)
             if refusal.notify:
                 await send_notice(
                     message.channel, flood_notice(message.author.display_name, refusal.retry_after)
                 )
             return
         self.tasks.spawn(self.answerer.answer(message, route), name=f"answer-{message.id}")
+
+    async def store_refused(self, message: discord.Message, route: Route) -> None:
+        """Stored before the notice, as refused: a catch-up after a restart or a resume reads on after it
+        instead of answering it late, and it never becomes a memory (memory.chat.refused)."""
+        try:
+            await self.chat.missed.refuse(self.answerer.request_of(message, route))
+        except Exception:  # the notice goes out all the same; the next catch-up may read it back
+            log.exception("Storing refused message %s failed", message.id)
 
     @commands.Cog.listener(f"on_{GREETING_EVENT}")
     async def greet(

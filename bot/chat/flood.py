@@ -1,5 +1,6 @@
 """Flood control for chat: at most a number of messages per user within a window (discord.py's
-cooldown buckets, keyed by author), and one notice per window telling the user how long to wait."""
+cooldown buckets, keyed by author), and one notice per window telling the user how long to wait. The
+cog stores a refused message as refused (memory.chat.refused): never answered later, never a memory."""
 
 from __future__ import annotations
 

@@ -1,18 +1,22 @@
 """What the bot missed while away, as the message log and the bindings tell: the places to read again
 and from which message on, which missed message still deserves an answer, where remembered messages
-were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do."""
+were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do. A message the
+bot refused is stored as refused (`refuse`), so it marks its place as read: never missed, never answered."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Numeric, case, cast, func, select
+from sqlalchemy import ColumnElement, Numeric, case, cast, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.chat.refused import REFUSED, not_refused
 from memory.chat.turns import ChatRequest
+from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
+from memory.formation.cleaning import strip_chat_template_tokens
 from memory.types import MessageRole
 from models import ChannelBinding, Conversation, Message
 
@@ -113,6 +117,31 @@ class MissedMessageLog:
             )
         return places
 
+    async def refuse(self, request: ChatRequest) -> bool:
+        """Store a message the bot refused (over the flood limit) as refused: read back by no catch-up,
+        part of no memory (see memory.chat.refused), in one transaction; False when it was stored already."""
+        now = datetime.now(UTC)
+        venue = Venue(guild_id=request.guild_id, channel_id=request.channel_id, user_id=request.user_id)
+        message = LoggedMessage(
+            external_id=request.message_id,
+            author_id=request.user_id,
+            author_name=request.user_name,
+            role=MessageRole.USER,
+            content=strip_chat_template_tokens(request.text),
+            created_at=request.created_at or now,
+        )
+        async with self._sessionmaker.begin() as session:
+            conversation_id = await ensure_conversation(session, request.personality_id, venue)
+            if not await store_messages(session, conversation_id, [message]):
+                return False  # a message once accepted is not refused after the fact
+            # Processed as well as excluded: nothing is pending for it, no pass looks at it again.
+            await session.execute(
+                update(Message)
+                .where(Message.conversation_id == conversation_id, Message.external_id == message.external_id)
+                .values(memory_excluded=REFUSED, memory_processed_at=now)
+            )
+        return True
+
     async def last_request(self, *, personality_id: int, channel_id: str) -> ChatRequest | None:
         """The newest stored user message to this personality in this channel, as the request it was: what
         a reply found in the history answers when the bot stopped between sending and storing it."""
@@ -125,6 +154,7 @@ class MissedMessageLog:
                         Conversation.personality_id == personality_id,
                         Conversation.channel_id == channel_id,
                         Message.role == MessageRole.USER.value,
+                        not_refused(),  # never answered: no reply in the history answers it
                     )
                     .order_by(Message.id.desc())
                     .limit(1)

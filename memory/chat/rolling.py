@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.chat.refused import not_refused
 from memory.formation.cleaning import clean_summary_output
 from memory.formation.exchanges import render_lines
 from memory.formation.extractive import extractive_summary
@@ -135,7 +136,7 @@ class RollingSummarizer:
             new = (
                 await session.scalars(
                     select(Message)
-                    .where(Message.conversation_id == conversation_id, Message.id > after)
+                    .where(Message.conversation_id == conversation_id, Message.id > after, not_refused())
                     .order_by(Message.id)
                 )
             ).all()

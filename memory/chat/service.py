@@ -19,13 +19,9 @@ from sqlalchemy.orm import selectinload
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
 from memory.chat.card_parts import build_context_off_loop, card_parts_off_loop
 from memory.chat.missed import MissedMessageLog, MissedPlace, deserves_answer
-from memory.chat.prompt import (
-    BuiltContext,
-    ContextBudget,
-    HistoryMessage,
-    PromptPersona,
-)
+from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, PromptPersona
 from memory.chat.recalled import out_of_view, prompt_text
+from memory.chat.refused import not_refused
 from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
 from memory.chat.rolling import RollingSummarizer, summary_text
 from memory.chat.routing import Addressee, Route, RoutingDirectory
@@ -277,7 +273,7 @@ class ChatService:
                 (
                     await session.scalars(
                         select(Message)
-                        .where(Message.conversation_id == prepared.conversation_id)
+                        .where(Message.conversation_id == prepared.conversation_id, not_refused())
                         .order_by(Message.id.desc())
                         .limit(HISTORY_LIMIT)
                     )

@@ -132,7 +132,8 @@ async def test_cooldown_sends_one_polite_notice(
     assert len(contents) == 2
     wait = re.search(r"a little fast; please wait (\d+) s before the next one", contents[1])
     assert wait is not None and 0 < int(wait.group(1)) <= 60  # what is left of the window
-    assert [m.content for m in await rows(runtime) if m.role == "user"] == ["Lilith, one"]
+    users = [(m.content, m.memory_excluded) for m in await rows(runtime) if m.role == "user"]
+    assert users == [("Lilith, one", None), ("Lilith, two", "refused"), ("Lilith, three", "refused")]
 
 
 async def test_dm_with_a_chosen_personality(
