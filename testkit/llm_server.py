@@ -258,7 +258,9 @@ def _faithful(lines: list[tuple[str, str]], limit: int) -> str:
         if sentences:
             parts.append(f"{speaker or 'Someone'} said: {' '.join(sentences)}")
     words = " ".join(parts).split()[: max(5, limit)]
-    return " ".join(words) or "They chatted."
+    memory = " ".join(words).rstrip(",;:-")
+    # A good model ends its sentence within the words asked, as a cut one does not.
+    return memory + ("" if memory.endswith((".", "!", "?")) else ".") if memory else "They chatted."
 
 
 def hash_vector(text: str, dim: int) -> list[float]:
