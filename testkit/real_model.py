@@ -37,7 +37,7 @@ REAL_MODEL = "openai/smollm2-135m-instruct"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Small enough to keep the tier modest on two shared cores; large enough for an 8-exchange batch.
 N_CTX = 4096
-N_PREDICT = 256
+N_PREDICT = 160
 THREADS = 2
 START_TIMEOUT = 120.0
 
