@@ -74,11 +74,14 @@ class Audit:
 
 def read_transcript(path: Path, personality: str) -> dict[str, Line]:
     """The lines of a Personae JSONL transcript by id."""
+    raw = path.read_text(encoding="utf-8").splitlines()
+    return transcript_lines([json.loads(line) for line in raw if line.strip()], personality)
+
+
+def transcript_lines(entries: Iterable[dict[str, Any]], personality: str) -> dict[str, Line]:
+    """Transcript records (as `personae import` reads them) by id."""
     lines: dict[str, Line] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        if not raw.strip():
-            continue
-        entry: dict[str, Any] = json.loads(raw)
+    for entry in entries:
         user = entry.get("role") == "user"
         author = entry.get("author") or (entry.get("user_id", "User") if user else personality)
         lines[str(entry["id"])] = Line(
