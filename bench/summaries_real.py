@@ -68,21 +68,28 @@ async def form(
     cfg: ModelConfig | None, run_id: str,
 ) -> list[Memory]:  # fmt: skip
     """Import the set into a fresh summarized personality through the product's importer."""
-    services = bench_services(db, index=EdgeVectorIndex(db.workdir / f"qdrant-{run_id}"), embedder=embedder,
-                              summarizer=cfg)  # fmt: skip
-    created, _ = await PersonalityService(db.sessionmaker).create(
+    index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
+    services = bench_services(db, index=index, embedder=embedder, summarizer=cfg)
+    personalities = PersonalityService(db.sessionmaker)
+    created, _ = await personalities.create(
         f"{name}-{run_id}", display_name=personality, memory_mode=MemoryMode.SUMMARIZED
     )
     records = [TranscriptLine.model_validate({**line, "line_no": i}) for i, line in enumerate(lines)]
-    await services.importer.import_lines(
-        records,
-        personality_id=created.id,
-        personality_user_id=f"bench-{run_id}",
-        default_user_id=next(line["user_id"] for line in lines if line.get("user_id")),
-    )
-    async with db.sessionmaker() as session:
-        found = await session.scalars(select(Memory).where(Memory.personality_id == created.id))
-        return list(found.all())
+    try:
+        await services.importer.import_lines(
+            records,
+            personality_id=created.id,
+            personality_user_id=f"bench-{run_id}",
+            default_user_id=next(line["user_id"] for line in lines if line.get("user_id")),
+        )
+        async with db.sessionmaker() as session:
+            found = await session.scalars(select(Memory).where(Memory.personality_id == created.id))
+            memories = list(found.all())
+        # Read out, the personality goes: the next run's of the same display name would read like it.
+        await personalities.delete(created.name, actor=None)
+    finally:
+        await index.close()
+    return memories
 
 
 def saving(memories: list[Memory]) -> float:

@@ -24,11 +24,13 @@ def echo_first_sentence(request: dict[str, Any]) -> str:
     """The last user message's first sentence, at most 24 words (and at most max_tokens words).
 
     Asked for memories of numbered exchanges (`<exchange n="1">`, as the product's summarizer asks),
-    the first sentence of each, under its number.
+    the first sentence of each, under its number, ended as a model ends a sentence it shortened.
     """
     exchanges = exchanges_asked(request)
     if exchanges:
-        return "\n".join(f"[{n}] {_first_sentence(text, 24)}" for n, text in enumerate(exchanges, start=1))
+        firsts = [_first_sentence(text, 24).rstrip(",;:-") for text in exchanges]
+        ended = [f if f.endswith((".", "!", "?")) else f"{f}." for f in firsts]
+        return "\n".join(f"[{n}] {first}" for n, first in enumerate(ended, start=1))
     limit = min(24, int(request.get("max_tokens") or request.get("max_completion_tokens") or 24))
     return _first_sentence(last_user_text(request), limit)
 
