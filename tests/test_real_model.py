@@ -50,6 +50,9 @@ def cli_env(
     monkeypatch.setenv("SUMMARIZER_MODEL", REAL_MODEL)
     monkeypatch.setenv("SUMMARIZER_API_BASE", real_model.base_url)
     monkeypatch.setenv("SUMMARIZER_API_KEY", "none")
+    # What is tested is what gets stored, not the model's speed: on a loaded shared machine one
+    # exchange a call can outlast the default 60 s, and would go extractive as "timeout".
+    monkeypatch.setenv("LLM_TIMEOUT", "600")
     for variable in ("QDRANT_URL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE"):
         monkeypatch.delenv(variable, raising=False)
     return scratch_database_url
