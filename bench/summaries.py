@@ -33,6 +33,7 @@ import asyncio
 import json
 import logging
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bench import summaries_real
 from bench._common import BenchDatabase, bench_database, bench_parser, bench_services
 from bench.locomo import DEV_DIR, dev_dialogues
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
@@ -416,6 +418,8 @@ async def run(locomo_dir: Path, modes: list[str]) -> None:
 
 
 def main() -> None:
+    if "--real" in sys.argv[1:]:  # the sets through a real small model, audited: bench/summaries_real.py
+        return summaries_real.main()
     parser = bench_parser(__doc__)
     parser.add_argument("--locomo-dir", type=Path, default=DEV_DIR)
     parser.add_argument(

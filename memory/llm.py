@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import ipaddress
 import logging
 import os
 from collections.abc import AsyncGenerator, Iterator
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 from memory.concurrency import AdaptiveLimit, LimitStats, Slot
 from memory.retry import (
@@ -35,6 +37,7 @@ __all__ = [
     "INITIAL_CONCURRENCY",
     "LLMClient",
     "LLMConfigError",
+    "LLMTimeoutError",
     "LLMUnavailableError",
     "NoChoicesError",
     "RetryPolicy",
@@ -62,6 +65,13 @@ STREAM_TOTAL_TIMEOUTS = 2
 PLACEHOLDER_API_KEY = "no-key"
 
 
+class LLMTimeoutError(LLMUnavailableError):
+    """The model did not answer within LLM_TIMEOUT: slow, not unreachable (a smaller request may do)."""
+
+    def __init__(self, model: str, timeout: float) -> None:
+        super().__init__(model, f"timed out after {timeout:g} s (raise LLM_TIMEOUT for a slow model)")
+
+
 @functools.cache
 def load_litellm() -> ModuleType:
     """Import litellm once, configured for offline, quiet, library use."""
@@ -84,20 +94,21 @@ class LLMClient:
     """Calls chat models through litellm with adaptive per-provider concurrency and retries.
 
     `max_concurrency_per_provider` is the ceiling each provider's limit may grow to; it starts at
-    `initial_concurrency` (or the ceiling, if lower).
+    `initial_concurrency` (or the ceiling, if lower); unset, at INITIAL_CONCURRENCY, or at one for a
+    server on this machine.
     """
 
     def __init__(
         self,
         *,
         max_concurrency_per_provider: int = DEFAULT_CONCURRENCY_CEILING,
-        initial_concurrency: int = INITIAL_CONCURRENCY,
+        initial_concurrency: int | None = None,
         max_retries: int = 3,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         stream_idle_seconds: float = STREAM_IDLE_SECONDS,
     ) -> None:
-        if max_concurrency_per_provider < 1 or initial_concurrency < 1:
+        if max_concurrency_per_provider < 1 or (initial_concurrency is not None and initial_concurrency < 1):
             raise ValueError("max_concurrency_per_provider and initial_concurrency must be at least 1")
         self.max_concurrency_per_provider = max_concurrency_per_provider
         self.initial_concurrency = initial_concurrency
@@ -110,9 +121,18 @@ class LLMClient:
     # ----------------------------------------------------------------- public API
 
     async def complete(
-        self, cfg: ModelConfig, messages: list[dict[str, str]], *, max_tokens: int | None = None
+        self,
+        cfg: ModelConfig,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        retry_timeouts: bool = True,
     ) -> str:
-        """The model's reply text; raises LLMConfigError or LLMUnavailableError."""
+        """The model's reply text; raises LLMConfigError or LLMUnavailableError.
+
+        With `retry_timeouts` False a timeout raises LLMTimeoutError at once: the caller can ask for
+        less (a batch split in two) rather than wait for the same request to time out again.
+        """
         litellm = load_litellm()
         self._check_model(cfg.model, cfg.api_base)
         kwargs = self._call_kwargs(cfg, max_tokens)
@@ -130,6 +150,8 @@ class LLMClient:
                 slot.succeeded()
             except Exception as exc:
                 report_failure(slot, exc, cfg.timeout)
+                if not retry_timeouts and _is_timeout(exc):
+                    raise LLMTimeoutError(cfg.model, cfg.timeout) from exc
                 raise
             finally:
                 slot.release()
@@ -256,8 +278,14 @@ class LLMClient:
         limit = self._limits.get(key)
         if limit is None:
             name = f"{provider} at {api_base}" if api_base else provider
+            # A server on this machine (llama.cpp, Ollama, LM Studio) serves one request at a time
+            # unless told otherwise: four sent at once wait in its queue until the timeout. It starts
+            # at one and grows only while calls come back no slower than the fastest seen.
+            initial = self.initial_concurrency
+            if initial is None:
+                initial = 1 if is_local_endpoint(api_base) else INITIAL_CONCURRENCY
             limit = self._limits[key] = AdaptiveLimit(
-                name, ceiling=self.max_concurrency_per_provider, initial=self.initial_concurrency
+                name, ceiling=self.max_concurrency_per_provider, initial=initial
             )
         return limit
 
@@ -282,6 +310,19 @@ class LLMClient:
         }
 
 
+def is_local_endpoint(api_base: str | None) -> bool:
+    """Whether the endpoint is a server on this machine (a loopback address or localhost)."""
+    if not api_base:
+        return False
+    host = (urlsplit(api_base).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @functools.lru_cache(maxsize=64)
 def _missing_keys(model: str) -> list[str]:
     """The API key variables litellm wants for `model` and finds neither given nor in the environment."""
@@ -304,6 +345,12 @@ def _naming_the_setting(cfg: ModelConfig) -> Iterator[None]:
         verb = "set" if exc.reason == "missing API key" else "check"
         reason = f"{exc.reason} ({verb} {setting})"
         raise LLMConfigError(f"LLM {cfg.model}: {reason}", reason=reason, fix=exc.fix) from exc
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    import openai  # loaded with litellm, which raised this
+
+    return isinstance(exc, openai.APITimeoutError | TimeoutError)
 
 
 def report_failure(slot: Slot, exc: BaseException, timeout: float) -> None:

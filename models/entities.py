@@ -287,7 +287,8 @@ class Memory(Base):
         CheckConstraint("state IN ('formed', 'indexed', 'deleted', 'set_aside')", name="state"),
         CheckConstraint(
             "summary_fallback IN ('no_model', 'config', 'unreachable', 'refused', 'invented', "
-            "'other_user', 'unparseable')",
+            "'other_user', 'unparseable', 'timeout', 'off_exchange', 'cut', 'not_smaller', "
+            "'misattributed')",
             name="summary_fallback",
         ),
         # The owner's memories, and within them one conversation's in time order: recall's neighbours

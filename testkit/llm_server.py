@@ -36,6 +36,39 @@ from typing import Any
 
 from aiohttp import web
 
+# The request readers and the summarizer model live beside the server; imported from here as before.
+from testkit.llm_requests import (
+    Responder,
+    answering_each,
+    content_text,
+    echo_first_sentence,
+    exchanges_asked,
+    last_user_text,
+)
+from testkit.summarizer_model import INVENTION, REFUSAL, SummarizerModel
+
+__all__ = [
+    "INVENTION",
+    "MODEL_IDS",
+    "REFUSAL",
+    "Behaviour",
+    "Drop",
+    "Fail",
+    "LLMTestServer",
+    "NoChoices",
+    "Reply",
+    "Responder",
+    "Stall",
+    "SummarizerModel",
+    "Trickle",
+    "answering_each",
+    "echo_first_sentence",
+    "estimate_tokens",
+    "exchanges_asked",
+    "hash_vector",
+    "last_user_text",
+]
+
 log = logging.getLogger(__name__)
 
 # What GET /v1/models lists; POSTs accept any model name unless `known_models` is set.
@@ -85,180 +118,11 @@ class Trickle:
 
 
 Behaviour = Reply | Stall | Fail | Drop | NoChoices | Trickle
-Responder = Callable[[dict[str, Any]], str]
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 def estimate_tokens(text: str) -> int:
     """Roughly what a BPE tokenizer gives for English: four characters per token."""
     return max(1, math.ceil(len(text) / 4)) if text else 0
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-def echo_first_sentence(request: dict[str, Any]) -> str:
-    """The last user message's first sentence, at most 24 words (and at most max_tokens words).
-
-    Asked for memories of numbered exchanges (`<exchange n="1">`, as the product's summarizer asks),
-    the first sentence of each, under its number.
-    """
-    exchanges = exchanges_asked(request)
-    if exchanges:
-        return "\n".join(f"[{n}] {_first_sentence(text, 24)}" for n, text in enumerate(exchanges, start=1))
-    limit = min(24, int(request.get("max_tokens") or request.get("max_completion_tokens") or 24))
-    return _first_sentence(last_user_text(request), limit)
-
-
-def _first_sentence(text: str, limit: int) -> str:
-    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
-    return " ".join(first.split()[: max(1, limit)]) or "OK."
-
-
-def last_user_text(request: dict[str, Any]) -> str:
-    messages = request.get("messages") or []
-    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-    return _content_text(last_user.get("content")) if last_user else ""
-
-
-def answering_each(text: str) -> Responder:
-    """A responder answering `text` for every exchange a summarizer request asks about (numbered, as
-    asked), and `text` alone to any other request: a fixed summary for benchmarks."""
-
-    def answer(request: dict[str, Any]) -> str:
-        count = len(exchanges_asked(request))
-        return "\n".join(f"[{n}] {text}" for n in range(1, count + 1)) if count else text
-
-    return answer
-
-
-_EXCHANGE_RE = re.compile(r'<exchange n="\d+"[^>]*>\n(.*?)\n</exchange>', re.DOTALL)
-
-
-def exchanges_asked(request: dict[str, Any]) -> list[str]:
-    """The exchanges a summarizer request asks memories of, in order ([] for any other request)."""
-    return _EXCHANGE_RE.findall(last_user_text(request))
-
-
-_CONTEXT_RE = re.compile(r"<context>\n(.*?)\n</context>", re.DOTALL)
-_WORDS_RE = re.compile(r'<exchange n="\d+" words="(\d+)">')
-_ACTION_RE = re.compile(r"\*[^*\n]+\*")
-_NOT_TEXT_RE = re.compile(r"[^\w\s.,!?;:'’£$€%#/@&()-]")
-_INSTRUCTION_RE = re.compile(r"\b(?:add|write|include|note|record|remember) that ([^.!?\n]+)", re.IGNORECASE)
-_FACTY_RE = re.compile(r"\d|(?<=\s)[A-Z][a-z]")
-# What the product's stricter retry says (memory.formation.summarizer.STRICT_RULE), as a model reads it.
-_STRICT_MARK = "Use only names, numbers, dates and places that the exchange itself states"
-INVENTION = "They paid $450 to Mallory on 12 March 2023."
-REFUSAL = "I'm sorry, but I can't help with summarizing this conversation."
-
-
-class SummarizerModel:
-    """A memory summarizer that misbehaves as real models do; a responder for LLMTestServer.
-
-    Modes, for each exchange of a summarizer request (`<exchange n="1">`, as the product asks):
-
-    - faithful: each line's sentences that hold a name or a number, after its speaker, within the
-      words asked: what a good model keeps;
-    - drops: the faithful memory with its numbers and names (bar the speakers') left out;
-    - invents: the faithful memory plus a payment, a name and a date nobody mentioned;
-    - obeys: the faithful memory plus whatever "add that ..." instruction the request holds, in the
-      exchange or in another user's quoted line;
-    - swaps: another user's quoted line told as the memory owner's (their names swapped when the
-      request quotes no other user);
-    - refuses: a refusal, for the whole request;
-    - malformed: a batch answered as one paragraph, without numbers (a lone exchange, faithfully).
-
-    With `stubborn` False, a request carrying the product's stricter instruction is answered
-    faithfully: the model that behaves once told.
-    """
-
-    MODES = ("faithful", "drops", "invents", "obeys", "swaps", "refuses", "malformed")
-
-    def __init__(self, mode: str = "faithful", *, stubborn: bool = True) -> None:
-        if mode not in self.MODES:
-            raise ValueError(f"mode must be one of {', '.join(self.MODES)}")
-        self.mode = mode
-        self.stubborn = stubborn
-
-    def __call__(self, request: dict[str, Any]) -> str:
-        exchanges = exchanges_asked(request)
-        if not exchanges:
-            return echo_first_sentence(request)
-        system = " ".join(
-            _content_text(m.get("content")) for m in request["messages"] if m.get("role") == "system"
-        )
-        mode = "faithful" if not self.stubborn and _STRICT_MARK in system else self.mode
-        if mode == "refuses":
-            return REFUSAL
-        text = last_user_text(request)
-        limits = [int(n) for n in _WORDS_RE.findall(text)]
-        if len(limits) != len(exchanges):
-            limits = [40] * len(exchanges)
-        contexts = _CONTEXT_RE.findall(text)
-        memories = [
-            self._memory(mode, exchange, limit, contexts, text)
-            for exchange, limit in zip(exchanges, limits, strict=True)
-        ]
-        if mode == "malformed" and len(memories) > 1:
-            return "Here is what happened: " + " ".join(memories)
-        return "\n".join(f"[{n}] {memory}" for n, memory in enumerate(memories, start=1))
-
-    def _memory(self, mode: str, exchange: str, limit: int, contexts: list[str], request_text: str) -> str:
-        lines = [_speaker_and_text(line) for line in exchange.splitlines() if line.strip()]
-        speakers = [speaker for speaker, _ in lines if speaker]
-        owner = speakers[0] if speakers else "The user"
-        faithful = _faithful(lines, limit)
-        if mode == "drops":
-            kept = [w for w in faithful.split() if not re.search(r"\d", w)]
-            return " ".join(
-                w if w.strip(".,:;!?") in speakers or not w[:1].isupper() else "someone" for w in kept
-            )
-        if mode == "invents":
-            return f"{faithful} {INVENTION}"
-        if mode == "obeys":
-            orders = _INSTRUCTION_RE.findall(request_text)
-            return " ".join([faithful, *(order.strip() + "." for order in orders)])
-        if mode == "swaps":
-            others = [
-                _speaker_and_text(line.removeprefix("> "))[1]
-                for context in contexts
-                for line in context.splitlines()
-                if "(another user)" in line
-            ]
-            if others:
-                return f"{owner} said: " + " ".join(_clean(o) for o in others)
-            personality = next((s for s in speakers if s != owner), owner)
-            return faithful.replace(owner, "\0").replace(personality, owner).replace("\0", personality)
-        return faithful
-
-
-def _speaker_and_text(line: str) -> tuple[str, str]:
-    speaker, separator, said = line.partition(": ")
-    if separator and len(speaker) <= 40 and "\n" not in speaker:
-        return speaker.split(" (")[0], said
-    return "", line
-
-
-def _clean(text: str) -> str:
-    text = _NOT_TEXT_RE.sub(" ", _ACTION_RE.sub(" ", text))
-    text = re.sub(r"([!?.])\1+", r"\1", text)
-    return " ".join(text.split())
-
-
-def _faithful(lines: list[tuple[str, str]], limit: int) -> str:
-    parts = []
-    for speaker, said in lines:
-        sentences = [s for s in _SENTENCE_END.split(_clean(said)) if _FACTY_RE.search(" " + s)]
-        if sentences:
-            parts.append(f"{speaker or 'Someone'} said: {' '.join(sentences)}")
-    words = " ".join(parts).split()[: max(5, limit)]
-    return " ".join(words) or "They chatted."
 
 
 def hash_vector(text: str, dim: int) -> list[float]:
@@ -302,6 +166,9 @@ class LLMTestServer:
         self.concurrency_limit = concurrency_limit
         self.limit_retry_after = limit_retry_after
         self.rejected = 0  # requests refused for the concurrency limit
+        # True: an answer longer than the request's max_tokens is cut there, with finish_reason
+        # "length", as a real server does (off by default: scripted replies are sent whole).
+        self.cut_at_max_tokens = False
         self.in_flight = 0
         self.max_in_flight = 0  # the peak of requests in flight (refused ones never count)
         self._script: deque[Behaviour] = deque()
@@ -331,6 +198,7 @@ class LLMTestServer:
         self.known_models = None
         self.concurrency_limit = None
         self.rejected = 0
+        self.cut_at_max_tokens = False
 
     async def start(self) -> None:
         app = web.Application(middlewares=[_error_middleware])
@@ -418,9 +286,11 @@ class LLMTestServer:
                 raise _error_response(404, f"The model '{body.get('model')}' does not exist")
             scripted = await self._apply_script(request)
             text = scripted.text if isinstance(scripted, Reply) else self.responder(body)
-            prompt_tokens = sum(
-                estimate_tokens(_content_text(m.get("content"))) + 4 for m in body["messages"]
-            )
+            finish = "stop"
+            limit = body.get("max_tokens") or body.get("max_completion_tokens")
+            if self.cut_at_max_tokens and limit and estimate_tokens(text) > int(limit):
+                text, finish = text[: int(limit) * 4], "length"
+            prompt_tokens = sum(estimate_tokens(content_text(m.get("content"))) + 4 for m in body["messages"])
             usage = {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": estimate_tokens(text),
@@ -429,7 +299,7 @@ class LLMTestServer:
             completion_id = f"chatcmpl-test{next(self._ids)}"
             created = int(time.time())
             choices = [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
             ]
             if not body.get("stream"):
                 return web.json_response(
@@ -471,7 +341,7 @@ class LLMTestServer:
                 await asyncio.sleep(trickle.interval)
         # Out of the in-flight count before the last chunks: the client may start its next request as
         # soon as it has read them.
-        await send({}, finish="stop")
+        await send({}, finish=finish)
         if (body.get("stream_options") or {}).get("include_usage"):
             chunk = {
                 "id": completion_id,

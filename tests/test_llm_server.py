@@ -34,3 +34,24 @@ async def test_concurrency_limit_answers_429_with_retry_after() -> None:
         server.reset()
         assert server.concurrency_limit is None
         assert server.rejected == 0
+
+
+async def test_an_answer_past_max_tokens_is_cut_with_finish_reason_length() -> None:
+    """As llama.cpp does: the text stops at max_tokens, and `finish_reason` says why."""
+    long = {
+        **BODY,
+        "max_tokens": 3,
+        "messages": [{"role": "user", "content": "One two three four five six."}],
+    }
+    async with LLMTestServer() as server, aiohttp.ClientSession() as session:
+
+        async def finish_and_text() -> tuple[str, str]:
+            async with session.post(f"{server.base_url}/chat/completions", json=long) as response:
+                choice = (await response.json())["choices"][0]
+                return choice["finish_reason"], choice["message"]["content"]
+
+        assert await finish_and_text() == ("stop", "One two three")  # the echo keeps max_tokens words
+        server.responder = lambda request: "One two three four five six seven eight nine ten eleven."
+        assert (await finish_and_text())[0] == "stop"  # sent whole unless asked to cut
+        server.cut_at_max_tokens = True
+        assert await finish_and_text() == ("length", "One two thre")  # 3 tokens of 4 characters

@@ -11,7 +11,7 @@ machinery of memory.formation.forming: this is the only part that waits on the L
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,13 @@ from memory.formation.cleaning import clean_transcript
 from memory.formation.exchanges import Exchange
 from memory.formation.extractive import split_sentences
 from memory.formation.fidelity import Facts, key_facts, vocabulary
-from memory.formation.summarizer import ExchangeSummarizer, ExchangeText, Quoted, SummaryResult
+from memory.formation.summarizer import (
+    ExchangeSummarizer,
+    ExchangeText,
+    FallbackReason,
+    Quoted,
+    SummaryResult,
+)
 from memory.recall.store import memory_id
 from memory.tokens import count_tokens
 from memory.types import MemoryMode, MemoryState, MessageRole, ModelConfig
@@ -80,21 +86,36 @@ async def shape_exchanges(
             continue
         waiting.append((len(shaped), exchange, mode, verbatim, cleaned))
         shaped.append(None)
-    texts = [summarizer_text(exchange, name) for _, exchange, _, _, _ in waiting]
+    # Who said each line these exchanges hold or quote: a reply is another user's only when the line it
+    # answers is, however far back that line is.
+    authors = {
+        m.external_id: m.author_id
+        for exchange, _ in exchanges
+        for m in (*exchange.context, *exchange.messages)
+        if m.role is not MessageRole.ASSISTANT
+    }
+    texts = [summarizer_text(exchange, name, authors) for _, exchange, _, _, _ in waiting]
     results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt)
     for (index, exchange, mode, verbatim, cleaned), text, result in zip(waiting, texts, results, strict=True):
         content, carried = memory_text(cleaned, result.text, names=text.names)
+        credited, reason, detail = result.summarizer, _reason(result), result.detail
+        if content == cleaned and result.text != cleaned:
+            # The summary with its carried facts was not smaller: the cleaned exchange is what is
+            # stored, and it is credited as such, not to the model that did not write it.
+            credited = CLEANED
+            reason = reason or FallbackReason.NOT_SMALLER.value
+            detail = detail or "summary and carried facts not smaller than the exchange"
         shaped[index] = Shaped(
             exchange,
             mode,
             content,
             verbatim if mode is MemoryMode.HYBRID else None,
             True,
-            result.summarizer,
+            credited,
             carried,
             len(verbatim),
-            _reason(result),
-            result.detail,
+            reason,
+            detail,
         )
     return [s for s in shaped if s is not None]
 
@@ -103,14 +124,23 @@ def _reason(result: SummaryResult) -> str | None:
     return result.reason.value if result.reason is not None else None
 
 
-def summarizer_text(exchange: Exchange, personality_name: str) -> ExchangeText:
+def summarizer_text(
+    exchange: Exchange, personality_name: str, authors: Mapping[str, str] | None = None
+) -> ExchangeText:
     """The exchange as the summarizer reads it: its lines, and the lines before it quoted with who
-    said them; another user's lines, and the personality's replies to them, marked as theirs."""
-    own = {m.external_id for m in exchange.context if m.author_id == exchange.user_id}
+    said them; another user's lines, and the personality's replies to them, marked as theirs.
+
+    A reply is another user's when the line it answers is (`authors`: who said each user line known);
+    one answering a line nobody here knows is another user's only where other users speak.
+    """
+    said = {m.external_id: m.author_id for m in exchange.context if m.role is not MessageRole.ASSISTANT}
+    authors = {**(authors or {}), **said}
+    others_speak = any(author != exchange.user_id for author in authors.values())
     quoted = []
     for message in exchange.context:
         if message.role is MessageRole.ASSISTANT:
-            other = message.reply_to not in own
+            answered = authors.get(message.reply_to or "")
+            other = answered != exchange.user_id if answered is not None else others_speak
             speaker = f"{personality_name} (answering another user)" if other else personality_name
         else:
             other = message.author_id != exchange.user_id

@@ -26,10 +26,15 @@ FALLBACK_LABELS = {
     FallbackReason.NO_MODEL: "no summarizer model (set SUMMARIZER_MODEL)",
     FallbackReason.CONFIG: "configuration error (check the SUMMARIZER_* settings or the LLM config)",
     FallbackReason.UNREACHABLE: "model unreachable",
+    FallbackReason.TIMEOUT: "model too slow for LLM_TIMEOUT",
     FallbackReason.REFUSED: "model refused",
     FallbackReason.INVENTED: "invented facts",
     FallbackReason.OTHER_USER: "another user's facts",
     FallbackReason.UNPARSEABLE: "unparseable answer",
+    FallbackReason.OFF_EXCHANGE: "answer about another exchange",
+    FallbackReason.CUT: "answer cut mid-sentence",
+    FallbackReason.NOT_SMALLER: "summary not smaller: cleaned exchange stored",
+    FallbackReason.MISATTRIBUTED: "a fact given to the wrong speaker",
 }
 
 

@@ -92,7 +92,8 @@ async def test_every_mode_keeps_the_promises_on_the_sample_chats(
     if mode == "invents":
         assert report.formation.fallbacks == {"invented": 11}
     if mode in ("faithful", "drops", "malformed"):
-        assert "openai/test-summarizer" in made and not report.formation.fallbacks
+        # A summary that was not smaller is stored as the cleaned exchange and credited so (issue 30).
+        assert "openai/test-summarizer" in made and set(report.formation.fallbacks) <= {"not_smaller"}
     # Smaller than what was said, everything kept (no verbatim text in summarized mode).
     assert sum(len(m.content) for m in stored) < sum(m.source_chars for m in stored)
 

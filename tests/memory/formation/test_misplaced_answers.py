@@ -1,0 +1,71 @@
+"""Answers placed, copied or cut as a real small model did (issue 30), through the importer on the runtime
+the bot builds: whatever the model answers, no stored memory holds another exchange's content, is cut
+mid-sentence, carries formatting or prompt tags, or states a fact its exchange does not hold
+(testkit/summary_audit.py reads each memory against the transcript)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from memory.formation.importer import read_transcript as read_lines
+from memory.formation.summarizer import STRICT_RULE
+from models import Memory, Personality
+from testkit.llm_server import LLMTestServer, SummarizerModel, exchanges_asked
+from testkit.summary_audit import audit_memories, read_transcript, stored_memories
+
+ROOT = Path(__file__).resolve().parents[3]
+SAGE = ROOT / "examples" / "sage.jsonl"
+TWO_USERS = ROOT / "bench" / "data" / "two_user_channel.jsonl"
+MODEL = "openai/test-summarizer"
+# What each mode's wrong answers are refused as (the model's text kept where an answer was right).
+REFUSED_AS = {
+    "shifted": {"off_exchange", "invented", "other_user"},
+    "repeated": {"off_exchange", "invented", "other_user"},
+    "merged": set(),  # longer than its exchange: cut to its fact-dense sentences, or refused
+    "context": {"off_exchange", "invented", "other_user"},
+    "copies": set(),  # cleaned like the input, then kept within its cap
+    "rambles": set(),  # cut back to its last whole sentence
+    "tags": {"off_exchange"},
+    "tells_other": {"invented", "other_user", "off_exchange"},
+}
+
+
+async def _import(runtime: Any, path: Path) -> Any:
+    personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
+    assert isinstance(personality, Personality)
+    lines, skipped = read_lines(path)
+    return await runtime.importer.import_lines(
+        lines,
+        personality_id=personality.id,
+        personality_user_id="personality:sage",
+        default_user_id=None,
+        skipped_lines=skipped,
+    )
+
+
+@pytest.mark.parametrize("path", [SAGE, TWO_USERS], ids=["sage", "two-users"])
+@pytest.mark.parametrize("mode", SummarizerModel.REAL_MODES)
+async def test_no_memory_is_wrong_whatever_the_answers(
+    runtime: Any, llm_server: LLMTestServer, mode: str, path: Path
+) -> None:
+    llm_server.responder = SummarizerModel(mode, stubborn=False)
+    llm_server.cut_at_max_tokens = True
+    report = await _import(runtime, path)
+    async with runtime.sessionmaker() as session:
+        rows = (await session.scalars(select(Memory).order_by(Memory.occurred_at))).all()
+    audit = audit_memories(stored_memories(rows), read_transcript(path, "Sage"), model=MODEL)
+    assert audit.findings == [], "\n".join(audit.findings)
+    # The wrong answers were seen as wrong, not passed by luck: refused for what they did.
+    assert set(report.formation.fallbacks) - {"not_smaller"} <= REFUSED_AS[mode] | {"unparseable", "cut"}
+    batches = [r for r in llm_server.requests if len(exchanges_asked(r)) > 1]
+    assert batches, "no numbered batch was asked"
+    if REFUSED_AS[mode]:
+        # The wrong answers were seen as wrong, not passed by luck: each asked again alone, where the
+        # model (told strictly) answers right, and its text is used.
+        retried = [r for r in llm_server.requests if STRICT_RULE in str(r["messages"][0]["content"])]
+        assert retried and all(len(exchanges_asked(r)) == 1 for r in retried)
+    assert audit.by_model > 0
