@@ -66,6 +66,10 @@ _SPEECH_TEXT = """told tells tell said says say shared shares mentioned mentions
 _SPEECH = frozenset(_SPEECH_TEXT.split())
 # A summary sentence that says something was asked, wished or wondered states no fact.
 _NOT_ASSERTED = _SPEECH | {"whether", "if", "wants", "wanted", "curious", "question", "questions"}
+# A sentence opening with one of these asks (a model may end it with a full stop): it states nothing.
+_INTERROGATIVE_TEXT = """did does do is are was were has have had can could will would should shall may
+    might how what when where why who whom whose which"""
+_INTERROGATIVE = frozenset(_INTERROGATIVE_TEXT.split())
 # Frequent enough to say nothing of who did what, though rarer than FUNCTION_ZIPF.
 _FILLER = _SPEECH | {"really", "going", "years", "year", "also", "user", "assistant"}
 
@@ -267,6 +271,8 @@ def _stated_question(text: str, words: list[str], found: set[str], sentences: li
     """Whether a sentence states what was only asked: most of its content from questions alone."""
     if "?" in text or any(w.casefold() in _NOT_ASSERTED for w in words):
         return False
+    if words and words[0].casefold() in _INTERROGATIVE:
+        return False  # "Did the ferns survive." is still asked, however it ends: it states nothing
     stated = {r for s in sentences if not s.other and not s.question for r in s.roots}
     asked = {r for s in sentences if not s.other and s.question for r in s.roots} - stated
     only_asked = found & asked

@@ -23,14 +23,14 @@ TWO_USERS = ROOT / "bench" / "data" / "two_user_channel.jsonl"
 MODEL = "openai/test-summarizer"
 # What each mode's wrong answers are refused as (the model's text kept where an answer was right).
 REFUSED_AS = {
-    "shifted": {"off_exchange", "invented", "other_user"},
-    "repeated": {"off_exchange", "invented", "other_user"},
+    "shifted": {"off_exchange", "invented", "other_user", "misattributed"},
+    "repeated": {"off_exchange", "invented", "other_user", "misattributed"},
     "merged": set(),  # longer than its exchange: cut to its fact-dense sentences, or refused
-    "context": {"off_exchange", "invented", "other_user"},
+    "context": {"off_exchange", "invented", "other_user", "misattributed"},
     "copies": set(),  # cleaned like the input, then kept within its cap
     "rambles": set(),  # cut back to its last whole sentence
     "tags": {"off_exchange"},
-    "tells_other": {"invented", "other_user", "off_exchange"},
+    "tells_other": {"invented", "other_user", "off_exchange", "misattributed"},
 }
 
 

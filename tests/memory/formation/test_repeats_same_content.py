@@ -44,9 +44,9 @@ async def test_two_vague_summaries_of_different_exchanges_stay_two_memories(
     p = await add_personality(sessionmaker, "Sage", "summarized")
     llm_server.responder = lambda body: VAGUE
     turns = [
-        ("user", "I want to learn to knit scarves and mittens for the whole family."),
+        ("user", "My plans: learn to knit scarves and mittens for the whole family."),
         ("assistant", "How lovely, start with something simple."),
-        ("user", "I am repainting the kitchen cupboards a deep olive green colour."),
+        ("user", "New plans: repainting the kitchen cupboards a deep olive green colour."),
         ("assistant", "Olive green will look lovely."),
     ]
     await add_chat(sessionmaker, p, turns)
