@@ -39,8 +39,6 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from wordfreq import zipf_frequency
-
 from memory.recall.keywords import encode_sparse_query, own_line_terms
 from memory.recall.word_forms import other_forms
 from memory.types import SparseVector
@@ -203,7 +201,8 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
     bare = [w.split("'")[0] for w in lowered]
     content: dict[int, float] = {}
     carrying: list[bool] = []  # per word: does it carry the search (an entity or a content word)
-    rarity: list[tuple[float, frozenset[int]]] = []  # per carrying word: its Zipf frequency, its terms
+    # Per carrying word: the word (None for a date) and its terms.
+    rarity: list[tuple[str | None, frozenset[int]]] = []
     about_user = any(w in _USER for w in bare)
     gathers = any(w in _GATHERING for w in bare)
     for position, (word, low) in enumerate(zip(words, bare, strict=True)):
@@ -230,9 +229,7 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         if terms:
             # A date asks by the memory's date (memory.recall.keywords keys it), not by its words.
             dated = word[0].isdigit() or low in _DATE_WORDS
-            rarity.append(
-                (-1.0 if dated else zipf_frequency(low, "en"), frozenset() if dated else frozenset(terms))
-            )
+            rarity.append((None, frozenset()) if dated else (low, frozenset(terms)))
         weight = ENTITY_WEIGHT if entity else CONTENT_WEIGHT
         for term in terms:
             content[term] = max(content.get(term, 0.0), weight)
@@ -259,8 +256,17 @@ def read_question(query: str, names: Collection[str] = ()) -> Question:
         head=frozenset(encode_sparse_query(" ".join({head, *other_forms(head)})).indices if head else ()),
         listed=listed,
         # None for a date, nor for a list of keywords: any one of them is what it asks about.
-        topic=min(rarity, key=lambda r: r[0])[1] if rarity and not listed else frozenset(),
+        topic=_rarest(rarity) if rarity and not listed else frozenset(),
     )
+
+
+def _rarest(rarity: list[tuple[str | None, frozenset[int]]]) -> frozenset[int]:
+    """The terms of the rarest word (a date first: it asks by the memory's date, so no topic)."""
+    if len(rarity) == 1:
+        return rarity[0][1]  # one word: no need to load wordfreq's tables (~0.5 s of a cold recall)
+    from wordfreq import zipf_frequency
+
+    return min(rarity, key=lambda r: -1.0 if r[0] is None else zipf_frequency(r[0], "en"))[1]
 
 
 def _mentions(query: str, names: Collection[str]) -> bool:
