@@ -26,6 +26,11 @@ from testkit.summary_audit import audit_memories, read_transcript, stored_memori
 
 pytestmark = [
     pytest.mark.real_model,
+    # A 135M model on a busy CPU: minutes, not the runtime tier's 180 s (tests/tiers.py).
+    pytest.mark.timeout(900),
+    # One worker, so one model server (the fixture is per module and per worker): two at once, each
+    # with two threads, on two cores took as long as both in turn and held up the rest of the suite.
+    pytest.mark.xdist_group("real_model"),
     pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or ""),
 ]
 
