@@ -29,7 +29,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy import ScalarSelect, any_, func, select
 
 from memory.recall.keywords import encode_sparse_query
-from memory.recall.question import LISTED_WORD_SHARE, Question, asked_in
+from memory.recall.question import Question, asked_in
 from memory.types import MessageRole
 from models import Memory, Message
 
@@ -135,21 +135,17 @@ class RelevanceFloor:
 
     floor: float
     topic: frozenset[int] = frozenset()
-    # The share of the question's content that is enough alone: one whole keyword of a list ("Dune
-    # book PIN") is what the list asks for, whatever the embedder makes of the rest.
-    enough: float = HALF_THE_CONTENT
 
     @classmethod
     def of(cls, question: Question) -> RelevanceFloor:
-        enough = LISTED_WORD_SHARE if question.listed else HALF_THE_CONTENT
         if question.about_user or question.about_participants:
-            return cls(ABOUT_USER_FLOOR, enough=enough)
-        return cls(RELEVANCE_FLOOR, question.topic, enough)
+            return cls(ABOUT_USER_FLOOR)
+        return cls(RELEVANCE_FLOOR, question.topic)
 
     def reached(self, coverage: float, cosine: float, words: MemoryWords) -> bool:
         if self.topic and self.topic.isdisjoint(encode_sparse_query(words.all).indices):
             return False
-        return coverage >= self.enough or coverage + cosine >= self.floor
+        return coverage >= HALF_THE_CONTENT or coverage + cosine >= self.floor
 
 
 def relevant(
