@@ -5,35 +5,12 @@ embedder, the summarizer over HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.llm import LLMClient
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder
 from memory.service import MemoryService
-from memory.types import ModelConfig
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import add_chat, add_personality, make_service, memories
-
-
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    embedder: Embedder,
-    llm_server: LLMTestServer,
-    tmp_path: Path,
-) -> AsyncIterator[MemoryService]:
-    cfg = ModelConfig(
-        model="openai/test-summarizer", api_base=llm_server.base_url, api_key="test", timeout=2.0
-    )
-    llm = LLMClient(max_concurrency_per_provider=8, max_retries=1, backoff_base=0.01, backoff_max=0.05)
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, llm, cfg)
-    await index.close()
+from tests.memory.test_service import add_chat, add_personality, memories
 
 
 @pytest.mark.parametrize(
@@ -48,7 +25,7 @@ async def service(
 )
 async def test_a_summary_giving_a_fact_to_the_wrong_speaker_is_never_stored(
     sessionmaker: async_sessionmaker[AsyncSession],
-    service: MemoryService,
+    summarizing_service: MemoryService,
     llm_server: LLMTestServer,
     answer: str,
     reason: str,
@@ -64,7 +41,7 @@ async def test_a_summary_giving_a_fact_to_the_wrong_speaker_is_never_stored(
         ),
     ]
     await add_chat(sessionmaker, p, turns)
-    await service.form_pending()
+    await summarizing_service.form_pending()
     [memory] = await memories(sessionmaker)
     assert memory.content != answer and answer not in memory.content
     assert memory.summarizer == "extractive" and memory.summary_fallback == reason
@@ -73,7 +50,9 @@ async def test_a_summary_giving_a_fact_to_the_wrong_speaker_is_never_stored(
 
 
 async def test_a_right_summary_is_kept(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, llm_server: LLMTestServer
+    sessionmaker: async_sessionmaker[AsyncSession],
+    summarizing_service: MemoryService,
+    llm_server: LLMTestServer,
 ) -> None:
     p = await add_personality(sessionmaker, "Sage", "summarized")
     right = "Sage has been married for five years since a wedding in Lisbon."
@@ -87,6 +66,6 @@ async def test_a_right_summary_is_kept(
         ),
     ]
     await add_chat(sessionmaker, p, turns)
-    await service.form_pending()
+    await summarizing_service.form_pending()
     [memory] = await memories(sessionmaker)
     assert memory.summary_fallback is None and right in memory.content

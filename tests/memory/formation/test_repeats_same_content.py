@@ -4,42 +4,19 @@ different exchanges). Real PostgreSQL, Qdrant Edge, the local embedder, the summ
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.llm import LLMClient
-from memory.recall.edge import EdgeVectorIndex
-from memory.recall.embedders import Embedder
 from memory.service import MemoryService
-from memory.types import ModelConfig
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import add_chat, add_personality, make_service, memories
+from tests.memory.test_service import add_chat, add_personality, memories
 
 VAGUE = "Alice told Sage about her plans."
 
 
-@pytest.fixture
-async def service(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    embedder: Embedder,
-    llm_server: LLMTestServer,
-    tmp_path: Path,
-) -> AsyncIterator[MemoryService]:
-    """Summaries by the test server's summarizer model."""
-    cfg = ModelConfig(
-        model="openai/test-summarizer", api_base=llm_server.base_url, api_key="test", timeout=2.0
-    )
-    llm = LLMClient(max_concurrency_per_provider=8, max_retries=1, backoff_base=0.01, backoff_max=0.05)
-    index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, llm, cfg)
-    await index.close()
-
-
 async def test_two_vague_summaries_of_different_exchanges_stay_two_memories(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, llm_server: LLMTestServer
+    sessionmaker: async_sessionmaker[AsyncSession],
+    summarizing_service: MemoryService,
+    llm_server: LLMTestServer,
 ) -> None:
     p = await add_personality(sessionmaker, "Sage", "summarized")
     llm_server.responder = lambda body: VAGUE
@@ -50,7 +27,7 @@ async def test_two_vague_summaries_of_different_exchanges_stay_two_memories(
         ("assistant", "Olive green will look lovely."),
     ]
     await add_chat(sessionmaker, p, turns)
-    report = await service.form_pending()
+    report = await summarizing_service.form_pending()
     formed = await memories(sessionmaker)
     assert [m.content for m in formed] == [VAGUE, VAGUE] and report.repeats == 0
     assert all(m.times_said == 1 for m in formed)
