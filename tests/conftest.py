@@ -57,6 +57,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mark_tiers(config, items)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under `--dist loadgroup`, pytest-xdist tags each grouped test's id with `@group`; where a pytest
+    release breaks that (9.2 did), groups silently spread over workers, and the real-model tier starts
+    one model per worker that starve each other on two cores. Fail before any fixture starts."""
+    if not getattr(item.config.option, "loadgroup", False):  # set on xdist workers only
+        return
+    if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid:
+        pytest.fail(
+            "pytest-xdist did not group this test: this pytest and pytest-xdist do not work together; "
+            "install the versions requirements.lock pins (scripts/setup)",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(autouse=True)
 def _children_die_with_their_test() -> Iterator[None]:
     """Whatever a test started and left running (it failed, or timed out, before stopping it) is

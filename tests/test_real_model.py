@@ -42,7 +42,9 @@ TWO_USERS = Path(__file__).resolve().parent.parent / "bench" / "data" / "two_use
 
 @pytest.fixture(scope="module")
 def real_model() -> Iterator[RealModelServer]:
-    with RealModelServer() as server:
+    # One thread: the suite's other worker keeps the second core busy, and llama.cpp's threads wait for
+    # each other by spinning, so two of them on a shared core ran slower than one.
+    with RealModelServer(threads=1) as server:
         yield server
 
 

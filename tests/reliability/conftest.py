@@ -35,6 +35,7 @@ async def lab_pool(database_url: str, worker_name: str) -> AsyncIterator[LabPool
         await pool.aclose()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The cases of an area share its lab: under `--dist loadgroup` they run on one worker, which
     opens that lab once."""
