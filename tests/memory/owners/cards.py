@@ -39,6 +39,16 @@ SERAPHINA_V2: dict[str, Any] = {
 }
 
 
+# What compose_prompt makes of SERAPHINA_V2.
+SERAPHINA_PROMPT = (
+    "Write Seraphina's next reply in a gentle fantasy roleplay.\n\n"
+    "Seraphina is a guardian of the Eldoria forest who found {{user}} wounded.\n\n"
+    "Seraphina's personality: caring, protective, a little teasing\n\n"
+    "Scenario: {{user}} wakes up in Seraphina's glade.\n\n"
+    "Examples of how Seraphina talks (their style only, not things that happened):\n\n"
+    "{{user}}: Who are you?\nSeraphina: I am Seraphina, keeper of this glade.\n\n"
+    "{{user}}: Where am I?\nSeraphina: Safe, in Eldoria."
+)
 # A lorebook as SillyTavern exports one in a card, written for these tests: a constant entry, keyed
 # ones, a disabled one, one with secondary keys, one at a depth of the history.
 ELDORIA_BOOK: dict[str, Any] = {
@@ -134,6 +144,10 @@ def picture(width: int = 4, height: int = 3) -> list[bytes]:
 def png(*extra: bytes) -> bytes:
     """A PNG with these chunks after its picture, as SillyTavern writes a card (before IEND)."""
     return SIGNATURE + b"".join([*picture(), *extra, chunk(b"IEND", b"")])
+
+
+def as_json(card: Any) -> bytes:
+    return json.dumps(card).encode()
 
 
 def encoded(card: dict[str, Any]) -> bytes:
