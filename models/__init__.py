@@ -4,18 +4,16 @@ from models.base import Base
 from models.entities import (
     ChannelBinding,
     Conversation,
-    ForgottenClaim,
     IncognitoSession,
     LLMConfig,
-    Memory,
     Message,
     Persona,
     Personality,
-    ReplyMemory,
     Summary,
     SystemPrompt,
     UserSettings,
 )
+from models.memories import ForgottenClaim, Memory, ReplyMemory
 from models.pictures import PersonalityPicture
 
 __all__ = [

@@ -10,7 +10,7 @@ from sqlalchemy import ForeignKey, LargeBinary
 from sqlalchemy.orm import Mapped, mapped_column
 
 from models.base import Base
-from models.entities import UpdatedAt
+from models.columns import UpdatedAt
 
 
 class PersonalityPicture(Base):
