@@ -26,10 +26,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench._common import bench_parser
-from bench.reliability_cases import Scale, all_cases
+from bench.reliability_cases import Case, Scale, all_cases
 from bench.reliability_cases.lab import Cluster, LabPool
 from bench.reliability_cases.runner import AREA_OPTIONS, Row, format_table, markdown, run_case
-from models.database import start_embedded_postgres
+from models.database import start_embedded_postgres, stop_embedded_postgres
+from testkit.processes import reset_signal_dispositions
+
+CHECKOUT = str(Path(__file__).resolve().parents[1])
 
 INTRO = """\
 # Reliability
@@ -103,13 +106,17 @@ def start_cluster() -> tuple[Cluster, Path]:
     return Cluster(url), folder
 
 
-async def run(scale: Scale, only: str | None) -> list[Row]:
-    cases = [c for c in all_cases() if only is None or only in c.id]
+async def run_cases(cases: list[Case], scale: Scale) -> list[Row]:
+    """Run these cases one after another on a PostgreSQL of the run's own, stopped and removed at the end,
+    each case's progress on stderr."""
+    reset_signal_dispositions()  # the workers' cases stop their `personae worker`s with SIGINT
+    # The cases' `personae` subprocesses run this checkout's code whatever their working directory.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")]))
     cluster, folder = await asyncio.to_thread(start_cluster)
-    root = folder / "labs"
-    root.mkdir()
-    os.chmod(root, 0o755)
-    pool = LabPool(cluster, root, AREA_OPTIONS)
+    labs = folder / "labs"
+    labs.mkdir()
+    os.chmod(labs, 0o755)
+    pool = LabPool(cluster, labs, AREA_OPTIONS)
     rows: list[Row] = []
     try:
         for case in cases:
@@ -121,7 +128,8 @@ async def run(scale: Scale, only: str | None) -> list[Row]:
                 print(row.detail, file=sys.stderr)
     finally:
         await pool.aclose()
-    shutil.rmtree(root, ignore_errors=True)
+        await asyncio.to_thread(stop_embedded_postgres, folder)
+        shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
@@ -142,7 +150,7 @@ def main() -> None:
     args = parser.parse_args()
     scale = Scale(quick=args.quick, seed=args.seed)
     start = time.perf_counter()
-    rows = asyncio.run(run(scale, args.only))
+    rows = asyncio.run(run_cases([c for c in all_cases() if args.only is None or args.only in c.id], scale))
     elapsed = time.perf_counter() - start
     print(format_table(rows))
     if args.write:

@@ -5,30 +5,14 @@ through `main()` against a scratch database and a fresh embedded index, as tests
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.cli import main
+from testkit.cli import closed_port, remote_embedder, run
 
 WHERE = {"guild_id": "G", "channel_id": "C"}
-
-
-@pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, scratch_database_url: str, tmp_path: Path) -> Path:
-    monkeypatch.setenv("DATABASE_URL", scratch_database_url)
-    monkeypatch.setenv("PERSONAE_DATA_DIR", str(tmp_path / "data"))
-    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE"):
-        monkeypatch.delenv(variable, raising=False)
-    return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def write(folder: Path, name: str, *lines: dict[str, Any], prefix: bytes = b"") -> str:
@@ -123,20 +107,13 @@ def test_a_byte_order_mark_and_raw_line_separators_import(
     assert any("one\u2028two\u2029three\u0085four" in m for m in recalled(capsys, "one two three four", "7"))
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_an_embedding_endpoint_down_during_import_says_so_in_one_line(
     cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 20, item 15: the messages are stored, the memories wait; no traceback."""
     run(capsys, "personality", "create", "Lilith")
-    monkeypatch.setenv("EMBEDDING_MODEL", "openai/text-embedding-3-small")
-    monkeypatch.setenv("EMBEDDING_API_BASE", f"http://127.0.0.1:{_closed_port()}/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    for name, value in remote_embedder(f"http://127.0.0.1:{closed_port()}/v1").items():
+        monkeypatch.setenv(name, value)
     path = write(
         cli_env,
         "t.jsonl",

@@ -9,22 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-
-
-@pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, scratch_database_url: str, tmp_path: Path) -> Path:
-    monkeypatch.setenv("DATABASE_URL", scratch_database_url)
-    monkeypatch.setenv("PERSONAE_DATA_DIR", str(tmp_path / "data dir with spaces"))
-    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE"):
-        monkeypatch.delenv(variable, raising=False)
-    return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from testkit.cli import run
 
 
 @pytest.mark.parametrize("opening", ["[", '{"a":'])
@@ -45,8 +30,9 @@ def test_json_nested_100000_deep_on_line_one_is_one_line(
 
 
 def test_a_data_directory_whose_path_has_a_space_works(
-    cli_env: Path, capsys: pytest.CaptureFixture[str]
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("PERSONAE_DATA_DIR", str(cli_env / "data dir with spaces"))
     run(capsys, "personality", "create", "Lilith")
     path = cli_env / "t.jsonl"
     lines = [

@@ -5,48 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 from pathlib import Path
 
 import pytest
 
+from testkit.cli import remote_embedder, run_process
 from testkit.llm_server import LLMTestServer, Stall
-
-
-async def _cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        *argv,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
 
 
 @pytest.mark.parametrize(
     ("sent", "status", "named"), [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "Ctrl-C")]
 )
 async def test_a_stopped_import_says_so_and_exits_non_zero(
-    scratch_database_url: str, tmp_path: Path, sent: signal.Signals, status: int, named: str
+    cli_process_env: dict[str, str], tmp_path: Path, sent: signal.Signals, status: int, named: str
 ) -> None:
     async with LLMTestServer(embedding_dim=1536) as llm:  # text-embedding-3-small's size
-        env = {
-            **os.environ,
-            "DATABASE_URL": scratch_database_url,
-            "PERSONAE_DATA_DIR": str(tmp_path / "data"),
-            "EMBEDDING_MODEL": "openai/text-embedding-3-small",
-            "EMBEDDING_API_BASE": llm.base_url,
-            "OPENAI_API_KEY": "test",
-        }
-        for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL"):
-            env.pop(variable, None)
-        assert (await _cli(env, "personality", "create", "Keeper"))[0] == 0
+        env = cli_process_env | remote_embedder(llm.base_url)
+        assert (await run_process(env, "personality", "create", "Keeper"))[0] == 0
         path = tmp_path / "t.jsonl"
         lines = [
             {"id": "1", "role": "user", "content": "my bike is blue", "user_id": "7"},
@@ -68,6 +45,6 @@ async def test_a_stopped_import_says_so_and_exits_non_zero(
         stopped = "personae: import stopped: what was stored stays; run the same import again to add the rest"
         assert said.endswith(f"{stopped} ({named}).")
         llm.reset()
-        code, out, err_again = await _cli(env, "import", str(path), "--personality", "keeper")
+        code, out, err_again = await run_process(env, "import", str(path), "--personality", "keeper")
         assert code == 0, err_again
         assert "memories stored: 1" in out

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -16,23 +15,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bot.cli import main
+from testkit.cli import remote_embedder, run, run_process
 from testkit.llm_server import LLMTestServer, Stall
-
-
-@pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, scratch_database_url: str, tmp_path: Path) -> Path:
-    monkeypatch.setenv("DATABASE_URL", scratch_database_url)
-    monkeypatch.setenv("PERSONAE_DATA_DIR", str(tmp_path / "data"))
-    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE"):
-        monkeypatch.delenv(variable, raising=False)
-    return tmp_path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def transcript(folder: Path, name: str, user: str, secret: str, when: str | None = None) -> str:
@@ -125,43 +109,20 @@ def test_a_memory_that_cannot_be_indexed_is_set_aside_and_counted(
     )
 
 
-async def _cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        *argv,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
-
-
 async def test_a_reindex_killed_half_way_leaves_the_old_index_serving(
-    scratch_database_url: str, tmp_path: Path
+    cli_process_env: dict[str, str], tmp_path: Path
 ) -> None:
     """`reindex` used to empty the index first: killed before it finished, every recall found nothing."""
     async with LLMTestServer(embedding_dim=1536) as llm_server:  # text-embedding-3-small's size
-        await _kill_a_reindex_half_way(scratch_database_url, tmp_path, llm_server)
+        await _kill_a_reindex_half_way(cli_process_env, tmp_path, llm_server)
 
 
 async def _kill_a_reindex_half_way(
-    scratch_database_url: str, tmp_path: Path, llm_server: LLMTestServer
+    cli_process_env: dict[str, str], tmp_path: Path, llm_server: LLMTestServer
 ) -> None:
-    env = {
-        **os.environ,
-        "DATABASE_URL": scratch_database_url,
-        "PERSONAE_DATA_DIR": str(tmp_path / "data"),
-        "EMBEDDING_MODEL": "openai/text-embedding-3-small",
-        "EMBEDDING_API_BASE": llm_server.base_url,
-        "OPENAI_API_KEY": "test",
-    }
-    for variable in ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL"):
-        env.pop(variable, None)
-    assert (await _cli(env, "personality", "create", "Keeper"))[0] == 0
-    code, _, err = await _cli(
+    env = cli_process_env | remote_embedder(llm_server.base_url)
+    assert (await run_process(env, "personality", "create", "Keeper"))[0] == 0
+    code, _, err = await run_process(
         env, "import", transcript(tmp_path, "keep", "7", "4321"), "--personality", "keeper"
     )
     assert code == 0, err
@@ -183,10 +144,10 @@ async def _kill_a_reindex_half_way(
     await process.wait()
     llm_server.reset()
 
-    code, out, err = await _cli(
+    code, out, err = await run_process(
         env, "recall", "locker code", "--personality", "keeper", "--user", "7", "--json"
     )
     assert code == 0, err
     assert any("4321" in m["content"] for m in json.loads(out)["memories"])
-    code, out, _ = await _cli(env, "reindex", "--check")
+    code, out, _ = await run_process(env, "reindex", "--check")
     assert code == 0 and "no drift" in out

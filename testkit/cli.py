@@ -1,0 +1,67 @@
+"""`personae` run by a test: in-process through `main()`, or as a real process, in an environment of
+its own (the `cli_env` and `cli_process_env` fixtures of tests/conftest.py build it from these)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+# What the machine's environment may name that a CLI test must not inherit: a Qdrant server, models.
+INHERITED = ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE")
+
+
+def cli_environment(database_url: str, data_dir: Path) -> dict[str, str]:
+    """The variables a CLI test sets: its database, its data directory (hence its own embedded index)."""
+    return {"DATABASE_URL": database_url, "PERSONAE_DATA_DIR": str(data_dir)}
+
+
+def process_environment(database_url: str, data_dir: Path) -> dict[str, str]:
+    """This process's environment for a `personae` process, less what it must not inherit."""
+    kept = {name: value for name, value in os.environ.items() if name not in INHERITED}
+    return kept | cli_environment(database_url, data_dir)
+
+
+def remote_embedder(api_base: str) -> dict[str, str]:
+    """The variables that make `personae` embed over HTTP at `api_base` (the LLM test server's, or a
+    closed port for an outage) instead of with its local model."""
+    return {
+        "EMBEDDING_MODEL": "openai/text-embedding-3-small",  # its vectors: 1536 floats
+        "EMBEDDING_API_BASE": api_base,
+        "OPENAI_API_KEY": "test",
+    }
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: a model server that is down."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`personae ARGV` in this process: (exit status, stdout, stderr)."""
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+async def run_process(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
+    """`personae ARGV` as a process of its own in `env`: (exit status, stdout, stderr)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *argv,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode or 0, out.decode(), err.decode()
