@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from tests.memory.owners.test_cards import SERAPHINA_V3
+from tests.memory.owners.cards import SERAPHINA_V3
 
 
 @pytest.fixture

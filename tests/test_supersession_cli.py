@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_memory_cli import cli_env, recalled_json, run, transcript
-
-__all__ = ["cli_env"]  # the fixture, used by name
+from testkit.cli import run
+from tests.test_memory_commands_cli import recalled_json, transcript
 
 
 def test_memory_show_and_list_mark_what_a_correction_superseded(

@@ -166,3 +166,28 @@ def bomb_chunk(keyword: str, kind: bytes, megabytes: int = 64) -> bytes:
     key = keyword.encode() + b"\x00"
     prefix = b"\x00" if kind == b"zTXt" else b"\x01\x00\x00\x00"
     return chunk(kind, key + prefix + compressed)
+
+
+# SERAPHINA_V2 as a V3 card with every field V3 adds, and one of a later version.
+SERAPHINA_V3_DATA: dict[str, Any] = {
+    **SERAPHINA_V2["data"],
+    "character_book": ELDORIA_BOOK,
+    "nickname": "Sera",
+    "group_only_greetings": ["*Seraphina bows to the party*"],
+    "assets": [
+        {"type": "icon", "uri": "ccdefault:", "name": "main", "ext": "png"},
+        {"type": "background", "uri": "https://img.example/glade.png", "name": "main", "ext": "png"},
+        {
+            "type": "emotion",
+            "uri": "embeded://assets/emotion/images/happy.png",
+            "name": "happy",
+            "ext": "png",
+        },
+    ],
+    "source": ["https://cards.example/seraphina"],
+    "creation_date": 1700000000,
+    "modification_date": 1700000500,
+    "creator_notes_multilingual": {"en": "Best with a long context.", "fr": "Mieux avec un long contexte."},
+    "x_future_field": {"kept": ["as", "it", "came"]},
+}
+SERAPHINA_V3: dict[str, Any] = {"spec": "chara_card_v3", "spec_version": "3.0", "data": SERAPHINA_V3_DATA}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import struct
-from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -18,9 +17,10 @@ from memory.owners.personalities import PersonalityService
 from memory.owners.personality_fields import MAX_PROMPT_LENGTH
 from models import Personality
 from tests.memory.owners.cards import (
-    ELDORIA_BOOK,
     SERAPHINA_PROMPT,
     SERAPHINA_V2,
+    SERAPHINA_V3,
+    SERAPHINA_V3_DATA,
     SIGNATURE,
     as_json,
     encoded,
@@ -120,30 +120,6 @@ async def test_text_postgres_cannot_store_is_made_storable(
     stored = await service.get(p.name)
     assert "ab \ufffd" in stored.system_prompt
     assert stored.card is not None and stored.card["extensions"] == {"k": ["v\ufffd"]}
-
-
-SERAPHINA_V3_DATA: dict[str, Any] = {
-    **SERAPHINA_V2["data"],
-    "character_book": ELDORIA_BOOK,
-    "nickname": "Sera",
-    "group_only_greetings": ["*Seraphina bows to the party*"],
-    "assets": [
-        {"type": "icon", "uri": "ccdefault:", "name": "main", "ext": "png"},
-        {"type": "background", "uri": "https://img.example/glade.png", "name": "main", "ext": "png"},
-        {
-            "type": "emotion",
-            "uri": "embeded://assets/emotion/images/happy.png",
-            "name": "happy",
-            "ext": "png",
-        },
-    ],
-    "source": ["https://cards.example/seraphina"],
-    "creation_date": 1700000000,
-    "modification_date": 1700000500,
-    "creator_notes_multilingual": {"en": "Best with a long context.", "fr": "Mieux avec un long contexte."},
-    "x_future_field": {"kept": ["as", "it", "came"]},
-}
-SERAPHINA_V3: dict[str, Any] = {"spec": "chara_card_v3", "spec_version": "3.0", "data": SERAPHINA_V3_DATA}
 
 
 async def test_a_v3_card_exported_and_imported_again_is_equal_field_by_field(
