@@ -9,7 +9,8 @@ restart (a PostgreSQL of the case's own): minutes each on two cores, where the s
 seconds. What only a real process shows stays in the suite at a small scale: `personae import` killed
 with SIGKILL and restarted (crash/sigkill-during-import), a restart under a chat turn
 (database/restart-during-chat-turn), the worker stopping on SIGTERM (tests/test_cli.py), imports of
-small transcripts through the command (tests/test_import_cli.py).
+small transcripts through the command (tests/test_import_cli.py). A transcript dated year one is here
+too, as the suite checks it in-process (tests/test_poison.py).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ HEAVY = frozenset(
         "round-trips/whole-account-export",
         "isolation/randomized-recall-and-export",
         "database/restart-during-import",
+        # Not big, but checked twice: tests/test_poison.py's year-one test runs the same commands
+        # in-process and checks more of what they say, in a fifth of the five processes' time here.
+        "poison/year-one-transcript",
     }
 )
 
