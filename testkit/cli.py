@@ -4,14 +4,19 @@ its own (the `cli_env` and `cli_process_env` fixtures of tests/conftest.py build
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.cli import main
+from testkit.llm_server import LLMTestServer
 
 # What the machine's environment may name that a CLI test must not inherit: a Qdrant server, models.
 INHERITED = ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE")
@@ -65,3 +70,22 @@ async def run_process(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
     )
     out, err = await process.communicate()
     return process.returncode or 0, out.decode(), err.decode()
+
+
+@contextlib.contextmanager
+def llm_server_thread(**options: Any) -> Iterator[LLMTestServer]:
+    """The LLM test server on an event loop of its own, in a thread: `run` works beside it, as `main()`
+    runs an event loop of its own (a real process is needed only for what a process shows)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="llm-test-server", daemon=True)
+    thread.start()
+    server = LLMTestServer(**options)
+    try:
+        asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=60)
+        yield server
+    finally:
+        with contextlib.suppress(Exception):  # a server that never started has nothing to close
+            asyncio.run_coroutine_threadsafe(server.close(), loop).result(timeout=60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=60)
+        loop.close()

@@ -6,36 +6,37 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testkit.cli import closed_port, remote_embedder, run_process
-from testkit.llm_server import LLMTestServer
+import pytest
+
+from testkit.cli import closed_port, llm_server_thread, remote_embedder, run
 
 
-async def test_forget_all_cancels_what_an_outage_held_back(
-    cli_process_env: dict[str, str], tmp_path: Path
+def test_forget_all_cancels_what_an_outage_held_back(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = cli_process_env | remote_embedder(f"http://127.0.0.1:{closed_port()}/v1")  # the outage
-    assert (await run_process(env, "personality", "create", "Keeper"))[0] == 0
-    path = tmp_path / "t.jsonl"
+    for name, value in remote_embedder(f"http://127.0.0.1:{closed_port()}/v1").items():  # the outage
+        monkeypatch.setenv(name, value)
+    assert run(capsys, "personality", "create", "Keeper")[0] == 0
+    path = cli_env / "t.jsonl"
     lines = [
         {"id": "1", "role": "user", "content": "the door code is 4921", "user_id": "7"},
         {"id": "2", "role": "assistant", "content": "4921, noted", "reply_to": "1"},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    code, _, err = await run_process(env, "import", str(path), "--personality", "keeper")
+    code, _, err = run(capsys, "import", str(path), "--personality", "keeper")
     assert code == 1 and "wait in the log" in err  # stored, not formed
 
-    code, _, err = await run_process(env, "memory", "forget", "all", "--user", "7", "--yes")
+    code, _, err = run(capsys, "memory", "forget", "all", "--user", "7", "--yes")
     assert code == 0, err
 
-    async with LLMTestServer(embedding_dim=1536) as llm:  # the model is back
-        env["EMBEDDING_API_BASE"] = llm.base_url
-        code, out, err = await run_process(
-            env, "import", str(path), "--personality", "keeper"
-        )  # forms what waits
+    with llm_server_thread(embedding_dim=1536) as llm:  # the model is back
+        monkeypatch.setenv("EMBEDDING_API_BASE", llm.base_url)
+        # The same import again forms what waits: nothing, once forgotten.
+        code, out, err = run(capsys, "import", str(path), "--personality", "keeper")
         assert code == 0, err
         assert "memories stored: 0" in out
-        code, out, err = await run_process(env, "memory", "list", "--user", "7")
+        code, out, err = run(capsys, "memory", "list", "--user", "7")
         assert code == 0, err
         assert "4921" not in out
-        code, out, _ = await run_process(env, "memory", "stats")
+        code, out, _ = run(capsys, "memory", "stats")
         assert "pending: 0 messages" in out
