@@ -1,13 +1,11 @@
-"""`personae` run by a test: in-process through `main()`, or as a real process, in an environment of
-its own (the `cli_env` and `cli_process_env` fixtures of tests/conftest.py build it from these)."""
+"""`personae` run by a test in-process through `main()`, in an environment of its own (the `cli_env`
+fixture of tests/conftest.py), beside the LLM test server if it needs one."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,12 +23,6 @@ INHERITED = ("QDRANT_URL", "SUMMARIZER_MODEL", "CHAT_MODEL", "EMBEDDING_MODEL", 
 def cli_environment(database_url: str, data_dir: Path) -> dict[str, str]:
     """The variables a CLI test sets: its database, its data directory (hence its own embedded index)."""
     return {"DATABASE_URL": database_url, "PERSONAE_DATA_DIR": str(data_dir)}
-
-
-def process_environment(database_url: str, data_dir: Path) -> dict[str, str]:
-    """This process's environment for a `personae` process, less what it must not inherit."""
-    kept = {name: value for name, value in os.environ.items() if name not in INHERITED}
-    return kept | cli_environment(database_url, data_dir)
 
 
 def remote_embedder(api_base: str) -> dict[str, str]:
@@ -55,21 +47,6 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-async def run_process(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
-    """`personae ARGV` as a process of its own in `env`: (exit status, stdout, stderr)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.cli",
-        *argv,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode or 0, out.decode(), err.decode()
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from bot.runtime import Runtime
 from memory.recall.embedders import Embedder
 from memory.recall.local_embedder import LocalEmbedder
 from models.database import create_engine
-from testkit.cli import INHERITED, cli_environment, process_environment
+from testkit.cli import INHERITED, cli_environment
 from testkit.llm_server import LLMTestServer
 from testkit.postgres import RunCluster, join_run_cluster, leave_run_cluster, run_root
 from testkit.processes import children, kill_children, reset_signal_dispositions
@@ -156,13 +156,6 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, scratch_database_url: str, tmp_path
     for name in INHERITED:
         monkeypatch.delenv(name, raising=False)
     return tmp_path
-
-
-@pytest.fixture
-def cli_process_env(scratch_database_url: str, tmp_path: Path) -> dict[str, str]:
-    """The environment of `personae` processes (testkit.cli.run_process) on a scratch database and a
-    data directory of its own, with no server or model of the machine's environment."""
-    return process_environment(scratch_database_url, tmp_path / "data")
 
 
 @pytest.fixture

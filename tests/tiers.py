@@ -23,7 +23,7 @@ QUICK = ("pure", "database", "model")
 TIMEOUTS = {"pure": 60, "database": 120, "model": 120, "runtime": 180, "process": 300}
 
 _NEEDS = {
-    "process": {"lab_pool", "embedded_data_dir", "cli_process_env"},
+    "process": {"lab_pool", "embedded_data_dir"},
     "runtime": {"runtime", "runtime_without_chat_model", "cli_env"},
     "model": {"embedder"},
     "database": {"engine", "database_url", "run_cluster", "scratch_database_url", "empty_database_url"},
