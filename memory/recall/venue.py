@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import ScalarSelect, func, literal, or_, select
+from sqlalchemy import BindParameter, Integer, ScalarSelect, String, bindparam, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.owners.user_settings import fresh_setting
@@ -36,9 +36,9 @@ async def query_vector_and_venue(
     names = store.participants.kept(personality_id, user_id)
     text = dense_query(query, names or ())
     embedding = asyncio.ensure_future(store.embedder.embed([text]))
-    fresh = fresh_setting(user_id, personality_id) if for_reply else literal(None)
     try:
         if names is None:
+            fresh = fresh_setting(user_id, personality_id) if for_reply else literal(None)
             names_read = names_of(personality_id, user_id).subquery()
             venue = select(
                 select(func.array_agg(names_read.c.name)).scalar_subquery(),
@@ -49,8 +49,9 @@ async def query_vector_and_venue(
             names = frozenset(name for name in listed or () if name)
             store.participants.keep(personality_id, user_id, names)
         elif in_guild or for_reply:
-            settings = select(_allows_dm(user_id, personality_id), fresh)
-            allow_dm, is_fresh = (await session.execute(settings)).one()
+            settings = _SETTINGS_FOR_REPLY if for_reply else _SETTINGS
+            ids = {"user_id": user_id, "personality_id": personality_id}
+            allow_dm, is_fresh = (await session.execute(settings, ids)).one()
         else:
             allow_dm = is_fresh = False
     except BaseException:
@@ -65,7 +66,9 @@ async def query_vector_and_venue(
     return dense, bool(in_guild and allow_dm), names
 
 
-def _allows_dm(user_id: str, personality_id: int) -> ScalarSelect[bool | None]:
+def _allows_dm(
+    user_id: str | BindParameter[str], personality_id: int | BindParameter[int]
+) -> ScalarSelect[bool | None]:
     """Whether the user let their DM memories (of this personality, or of all) be recalled in guilds."""
     return (
         select(func.bool_or(UserSettings.allow_dm_recall_in_guilds))
@@ -75,3 +78,12 @@ def _allows_dm(user_id: str, personality_id: int) -> ScalarSelect[bool | None]:
         )
         .scalar_subquery()
     )
+
+
+# The user's settings a recall reads once the participants' names are known (every recall of a user
+# but the first in a process), built once with the ids as parameters: built anew, ~0.5 ms of each
+# recall's event loop (0.7 with fresh mode).
+_USER_ID: BindParameter[str] = bindparam("user_id", type_=String)
+_PERSONALITY_ID: BindParameter[int] = bindparam("personality_id", type_=Integer)
+_SETTINGS = select(_allows_dm(_USER_ID, _PERSONALITY_ID), literal(None))
+_SETTINGS_FOR_REPLY = select(_allows_dm(_USER_ID, _PERSONALITY_ID), fresh_setting(_USER_ID, _PERSONALITY_ID))
