@@ -3,13 +3,15 @@ them come with the hits as context (`with_context`) within the answer's word bud
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from sqlalchemy import and_, any_, func, or_, select
+from sqlalchemy import DateTime, Integer, Select, String, and_, any_, bindparam, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memory.recall.recalled import STORED_COLUMNS, StoredMemory, ids_parameter
+from memory.recall.recalled import ID_ARRAY, STORED_COLUMNS, StoredMemory
 from memory.types import MemoryState
 from models import Memory, Message
 
@@ -58,16 +60,37 @@ async def read_neighbours(
     placed = [m for m in memories if m.conversation_id is not None]
     if not placed:
         return {}
+    values: dict[str, Any] = {
+        "personality_id": personality_id,
+        "user_id": user_id,
+        "ids": sorted(m.id for m in placed),
+    }
+    for n, memory in enumerate(placed):
+        values[f"conversation_{n}"], values[f"at_{n}"] = memory.conversation_id, memory.occurred_at
+    rows = await session.execute(_neighbours_of(len(placed)), values)
+    around: dict[uuid.UUID, list[StoredMemory | None]] = {m.id: [None, None] for m in placed}
+    for row in rows:
+        memory_id, is_before, *fields = row
+        around[memory_id][0 if is_before else 1] = StoredMemory(*fields)
+    return {memory_id: (before, after) for memory_id, (before, after) in around.items()}
+
+
+@functools.cache
+def _neighbours_of(count: int) -> Select[Any]:
+    """`read_neighbours`'s query for `count` memories, built once: its values are parameters (the
+    owner, the memories' `ids`, and each one's `conversation_<n>` and `at_<n>`). Built anew it cost
+    several ms of each recall's event loop."""
     owner = (
-        Memory.personality_id == personality_id,
-        Memory.user_id == user_id,
+        Memory.personality_id == bindparam("personality_id", type_=Integer),
+        Memory.user_id == bindparam("user_id", type_=String),
         Memory.state != MemoryState.DELETED.value,
         Memory.forgotten_claim_id.is_(None),
     )
     windows, lows, highs = [], [], []
-    for memory in placed:
-        same = (*owner, Memory.conversation_id == memory.conversation_id)
-        at = memory.occurred_at
+    for n in range(count):
+        conversation = bindparam(f"conversation_{n}", type_=Integer)
+        at = bindparam(f"at_{n}", type_=DateTime(timezone=True))
+        same = (*owner, Memory.conversation_id == conversation)
         # The nearest times before and after, each the first entry of the owner-thread index that way.
         earlier = (
             select(Memory.occurred_at)
@@ -86,10 +109,7 @@ async def read_neighbours(
         lows.append(func.coalesce(earlier, at))
         highs.append(func.coalesce(later, at))
         windows.append(
-            and_(
-                Memory.conversation_id == memory.conversation_id,
-                Memory.occurred_at.between(lows[-1], highs[-1]),
-            )
+            and_(Memory.conversation_id == conversation, Memory.occurred_at.between(lows[-1], highs[-1]))
         )
     # Conversation order within the windows (close memories' windows overlap: the merged order is
     # still the conversation's), and each memory's neighbours in it: only theirs are read whole.
@@ -109,13 +129,8 @@ async def read_neighbours(
         .where(*owner, Memory.occurred_at.between(func.least(*lows), func.greatest(*highs)), or_(*windows))
         .subquery("line")
     )
-    rows = await session.execute(
+    return (
         select(line.c.id.label("of"), (line.c.before == Memory.id).label("is_before"), *STORED_COLUMNS)
         .join(Memory, or_(Memory.id == line.c.before, Memory.id == line.c.after))
-        .where(line.c.id == any_(ids_parameter(m.id for m in placed)))
+        .where(line.c.id == any_(bindparam("ids", type_=ID_ARRAY)))
     )
-    around: dict[uuid.UUID, list[StoredMemory | None]] = {m.id: [None, None] for m in placed}
-    for row in rows:
-        memory_id, is_before, *fields = row
-        around[memory_id][0 if is_before else 1] = StoredMemory(*fields)
-    return {memory_id: (before, after) for memory_id, (before, after) in around.items()}

@@ -1,16 +1,13 @@
 """A memory as recall reads it from Postgres (`StoredMemory`, the columns `STORED_COLUMNS`) and as it
-returns it (`RecalledMemory`: with its score and its context); memory ids as one array parameter."""
+returns it (`RecalledMemory`: with its score and its context); memory ids as one array (`ID_ARRAY`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import BindParameter, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 from models import Memory
@@ -36,6 +33,7 @@ class StoredMemory:
 # Only these columns are read, as plain rows: measured faster than whole ORM entities (about 2 ms a
 # recall for a typical user, 5 for one with 5,000 memories, at 30,000 memories).
 STORED_COLUMNS = tuple(getattr(Memory, field.name) for field in dataclasses.fields(StoredMemory))
+# Memory ids as one array parameter: one statement (prepared once) whatever their number.
 ID_ARRAY = ARRAY(UUID(as_uuid=True))
 
 
@@ -60,9 +58,3 @@ class RecalledMemory(StoredMemory):
     def sources_with_context(self) -> list[str]:
         """The messages of its own text, then those of its context."""
         return [*self.source_message_ids, *(s for m in self.context for s in m.source_message_ids)]
-
-
-def ids_parameter(ids: Iterable[uuid.UUID]) -> BindParameter[Any]:
-    """Memory ids as one array parameter: one statement (prepared once) whatever their number."""
-    value: Any = sorted(ids)
-    return bindparam(None, value, type_=ARRAY(UUID(as_uuid=True)))
