@@ -81,6 +81,7 @@ def _said(role: MessageRole) -> ScalarSelect[str | None]:
     )
 
 
+# The user's side alone, for a statement that reads only it (memory.formation.forgotten).
 SAID_BY_USER = _said(MessageRole.USER)
 
 
