@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from memory.recall import question, relevance, search, store
+from memory.recall import question, ranking, relevance, search, store, venue
 from memory.recall.index import Candidates
 from memory.recall.keywords import keyword_text
 
@@ -47,19 +47,19 @@ def _rrf(candidates: Candidates, **_: Any) -> dict[uuid.UUID, float]:
 
 
 LEVERS: dict[str, tuple[Any, str, Any]] = {
-    "neighbours": (search, "_neighbours", _no_neighbours),
-    "names": (search, "dense_query", _names_kept),
+    "neighbours": (search, "read_neighbours", _no_neighbours),
+    "names": (venue, "dense_query", _names_kept),
     "date": (store, "keyword_text", _keyword_text_without("date")),
     "previous": (store, "keyword_text", _keyword_text_without("previous")),
     "blend": (search, "fuse", _rrf),
-    "weights": (search, "fuse", functools.partial(search.fuse, dense_weight=0.5)),
+    "weights": (search, "fuse", functools.partial(ranking.fuse, dense_weight=0.5)),
     # Issue 22's levers, one at a time.
     "answer-kind": (relevance, "ANSWER_KIND_BONUS", 0.0),
     "floor": (relevance, "RELEVANCE_FLOOR", float("-inf")),
     "own-lines": (question, "OWN_LINES_SHARE", 0.0),
     "context-of-three": (search, "CONTEXT_HITS", 1),
     "head": (relevance, "HEAD_BONUS", 0.0),
-    "about-user-dense": (search, "ABOUT_USER_DENSE_WEIGHT", search.DENSE_WEIGHT),
+    "about-user-dense": (search, "ABOUT_USER_DENSE_WEIGHT", ranking.DENSE_WEIGHT),
 }
 
 

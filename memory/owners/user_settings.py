@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ScalarSelect, or_, select, text, update
+from sqlalchemy import BindParameter, ScalarSelect, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -36,8 +36,11 @@ def fresh_mode(rows: Sequence[UserSettings]) -> bool:
     return next((row.fresh for row in ordered if row.fresh is not None), False)
 
 
-def fresh_setting(user_id: str, personality_id: int) -> ScalarSelect[bool | None]:
-    """Fresh mode as SQL (`fresh_mode`, read in another statement): NULL when never set."""
+def fresh_setting(
+    user_id: str | BindParameter[str], personality_id: int | BindParameter[int]
+) -> ScalarSelect[bool | None]:
+    """Fresh mode as SQL (`fresh_mode`, read in another statement): NULL when never set. The ids may be
+    parameters, for a statement built once."""
     return (
         select(UserSettings.fresh)
         .where(

@@ -89,7 +89,7 @@ class VectorIndex(abc.ABC):
       upsert or delete is visible to the next search.
     - `search` runs the nearest query of each side it is given, both within `flt` and in one round
       trip, and returns at most `limit` hits per side, best first (fusing them is the caller's job,
-      memory.recall.search). Only points that pass `flt`: personality_id and user_id must match;
+      memory.recall.ranking). Only points that pass `flt`: personality_id and user_id must match;
       flt.guild_id None (a DM) allows every venue; otherwise guild_id must equal flt.guild_id, or
       the point is a DM memory and flt.allow_dm is true. A DM memory has is_dm true and guild_id None
       (Edge tests the latter, see memory.recall.edge.edge_filter). Scores are higher-is-better:
@@ -230,7 +230,9 @@ def dense_vectors_by_id(records: Sequence[Any]) -> dict[uuid.UUID, list[float]]:
     found: dict[uuid.UUID, list[float]] = {}
     for record in records:
         vector = record.vector.get(DENSE_VECTOR) if isinstance(record.vector, dict) else None
-        if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
+        # A dense vector is a list of floats (a multi-vector, of lists): its first entry tells, where
+        # testing all 384 cost ~0.3 ms of a recall's event loop.
+        if isinstance(vector, list) and all(isinstance(x, float) for x in vector[:1]):
             found[as_uuid(record.id)] = typing.cast(list[float], vector)
     return found
 

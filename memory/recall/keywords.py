@@ -33,6 +33,7 @@ __all__ = [
     "encode_sparse_query",
     "keyword_text",
     "own_line_terms",
+    "query_terms",
 ]
 
 # Change this whenever a setting below changes the term ids or weights of stored vectors.
@@ -78,6 +79,12 @@ def encode_sparse(text: str) -> SparseVector:
 def encode_sparse_query(text: str) -> SparseVector:
     """Encode a query: weight 1.0 per unique term, so a score sums the matched documents' weights."""
     return _sorted(_MODEL.embed_query(_ORDINAL.sub(r"\1", text)))
+
+
+def query_terms(text: str) -> frozenset[int]:
+    """The terms `encode_sparse_query` gives the text, as a set: what a test of words held reads,
+    without building the sorted vector (recall asks it of every memory it reads)."""
+    return frozenset(_MODEL.embed_query(_ORDINAL.sub(r"\1", text)).indices)
 
 
 def own_line_terms(terms: dict[int, float]) -> dict[int, float]:

@@ -37,9 +37,10 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Collection
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from memory.recall.keywords import encode_sparse_query, own_line_terms
+from memory.recall.keywords import encode_sparse_query, own_line_terms, query_terms
 from memory.recall.word_forms import other_forms
 from memory.types import SparseVector
 
@@ -155,7 +156,11 @@ class Question:
 
     def holds_head(self, text: str) -> bool:
         """Whether the text holds the noun the question asks about (False: it shows none)."""
-        return not self.head.isdisjoint(encode_sparse_query(text).indices)
+        return self.head_among(query_terms(text))
+
+    def head_among(self, terms: AbstractSet[int]) -> bool:
+        """`holds_head` of a text whose terms (`query_terms`) are these."""
+        return not self.head.isdisjoint(terms)
 
     def holds_answer(self, text: str) -> bool:
         """Whether the text holds the kind of thing the question asks for (False: asks for none)."""
@@ -169,10 +174,13 @@ class Question:
 
     def coverage(self, text: str) -> float:
         """The share of the question's content (by weight) that the text holds: 0 without any."""
+        return self.coverage_of(query_terms(text))
+
+    def coverage_of(self, held: AbstractSet[int]) -> float:
+        """`coverage` of a text whose terms (`query_terms`) are these."""
         total = sum(self.content_terms.values())
         if not total:
             return 0.0
-        held = set(encode_sparse_query(text).indices)
         share = sum(w for term, w in self.content_terms.items() if term in held) / total
         if any(word <= held for word in self.listed):  # one whole keyword of a list searched for each
             return max(share, LISTED_WORD_SHARE)

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from sqlalchemy import ScalarSelect, any_, func, select
+from sqlalchemy.sql.selectable import LateralFromClause
 
-from memory.recall.keywords import encode_sparse_query
+from memory.recall.keywords import query_terms
 from memory.recall.question import Question, asked_in
 from memory.types import MessageRole
 from models import Memory, Message
@@ -80,25 +81,55 @@ def _said(role: MessageRole) -> ScalarSelect[str | None]:
     )
 
 
+# The user's side alone, for a statement that reads only it (memory.formation.forgotten).
 SAID_BY_USER = _said(MessageRole.USER)
-SAID_IN_REPLY = _said(MessageRole.ASSISTANT)
+
+
+def _said_by_side() -> LateralFromClause:
+    """What each side said in a memory's exchange (`by_user`, `in_reply`), as `_said` reads one: its
+    messages read once for both, a join of the memory read (a row whatever is found)."""
+    said = func.string_agg(Message.content, "\n")
+    return (
+        select(
+            said.filter(Message.role == MessageRole.USER.value).label("by_user"),
+            said.filter(Message.role == MessageRole.ASSISTANT.value).label("in_reply"),
+        )
+        .where(
+            Message.conversation_id == Memory.conversation_id,
+            Message.external_id == any_(Memory.source_message_ids),
+            Memory.edited_at.is_(None),
+        )
+        .lateral("said")
+    )
+
+
+SAID = _said_by_side()
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryWords:
-    """A memory's own words, the user's side and the personality's."""
+    """A memory's own words, the user's side and the personality's, with their keyword terms
+    (`query_terms`) read once: every test below asks them, of every memory recall reads."""
 
     users: str
     replies: str
+    user_terms: frozenset[int]
+    all_terms: frozenset[int]
+
+    @classmethod
+    def of(cls, users: str, replies: str) -> MemoryWords:
+        # The analyzer reads word by word: the terms of both sides are those of each side.
+        user_terms = query_terms(users)
+        return cls(users, replies, user_terms, user_terms | query_terms(replies) if replies else user_terms)
 
     @classmethod
     def read(cls, content: str, summarized: bool, by_user: str | None, in_reply: str | None) -> MemoryWords:
-        """From its text and what each side said (`SAID_BY_USER`, `SAID_IN_REPLY`): a verbatim text
-        is those messages, a summary (or a correction) the user's side of it."""
+        """From its text and what each side said (`SAID`): a verbatim text is those messages, a
+        summary (or a correction) the user's side of it."""
         if by_user is None and in_reply is None:
-            return cls(content, "")
+            return cls.of(content, "")
         users = f"{content}\n{by_user or ''}" if summarized else by_user or ""
-        return cls(users, in_reply or "")
+        return cls.of(users, in_reply or "")
 
     @property
     def all(self) -> str:
@@ -107,12 +138,14 @@ class MemoryWords:
     def coverage(self, question: Question) -> float:
         """The share of the question's content the memory holds, a word only the reply holds counting
         REPLY_SHARE."""
-        return max(question.coverage(self.users), REPLY_SHARE * question.coverage(self.all))
+        return max(question.coverage_of(self.user_terms), REPLY_SHARE * question.coverage_of(self.all_terms))
 
     def asks_again(self, question: Question) -> bool:
         """Whether the user's words only ask the question again ("What car do I drive, do you
         remember?"): a question of theirs holds half its content, the rest of their words none of
         it, and no answer of the kind asked for."""
+        if "?" not in self.users:  # no question of theirs (`asked_in`): the cheap test first
+            return False
         asked, rest = asked_in(self.users)
         return (
             bool(asked)
@@ -126,6 +159,11 @@ class MemoryWords:
         if question.holds_answer(self.users):
             return True
         return "?" not in self.users and question.holds_answer(self.all)
+
+
+def asking_again(question: Question, words: Mapping[uuid.UUID, MemoryWords]) -> set[uuid.UUID]:
+    """The memories whose user only asked the question again (`MemoryWords.asks_again`)."""
+    return {i for i, w in words.items() if w.asks_again(question)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +181,7 @@ class RelevanceFloor:
         return cls(RELEVANCE_FLOOR, question.topic)
 
     def reached(self, coverage: float, cosine: float, words: MemoryWords) -> bool:
-        if self.topic and self.topic.isdisjoint(encode_sparse_query(words.all).indices):
+        if self.topic and self.topic.isdisjoint(words.all_terms):
             return False
         return coverage >= HALF_THE_CONTENT or coverage + cosine >= self.floor
 
@@ -167,22 +205,23 @@ def relevant(
 
 
 def add_bonuses(
-    question: Question, words: Mapping[uuid.UUID, MemoryWords], scores: MutableMapping[uuid.UUID, float]
+    question: Question,
+    words: Mapping[uuid.UUID, MemoryWords],
+    scores: MutableMapping[uuid.UUID, float],
+    asking: Collection[uuid.UUID],
 ) -> None:
-    """ANSWER_KIND_BONUS and HEAD_BONUS added to the scores of the memories that earn them."""
+    """ANSWER_KIND_BONUS and HEAD_BONUS added to the scores of the memories that earn them; none to
+    those whose user only asked the question again (`asking`, from `asking_again`)."""
     for i, w in words.items():
-        if w.asks_again(question):
+        if i in asking:
             continue
         if w.answers(question):
             scores[i] = scores.get(i, 0.0) + ANSWER_KIND_BONUS
-        if question.holds_head(w.all):
+        if question.head_among(w.all_terms):
             scores[i] = scores.get(i, 0.0) + HEAD_BONUS
 
 
-def questions_last(
-    ranked: Sequence[T], question: Question, words: Mapping[uuid.UUID, MemoryWords]
-) -> list[T]:
-    """The memories in order, those whose user only asked the question again (`asks_again`) after
-    the others, in their order."""
-    asking = {i for i, w in words.items() if w.asks_again(question)}
+def questions_last(ranked: Sequence[T], asking: Collection[uuid.UUID]) -> list[T]:
+    """The memories in order, those whose user only asked the question again (`asking`, from
+    `asking_again`) after the others, in their order."""
     return [m for m in ranked if m.id not in asking] + [m for m in ranked if m.id in asking]

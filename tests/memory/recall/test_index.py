@@ -31,7 +31,7 @@ from memory.recall.index import (
     payload_dict,
 )
 from memory.recall.keywords import KEYWORD_ENCODER, encode_sparse, encode_sparse_query
-from memory.recall.search import DENSE_WEIGHT, fuse
+from memory.recall.ranking import DENSE_WEIGHT, fuse
 from memory.recall.server import QdrantServerIndex
 from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
 

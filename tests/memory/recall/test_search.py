@@ -17,19 +17,19 @@ from memory.llm import LLMClient
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.recall.index import Candidates
+from memory.recall.neighbours import with_context
 from memory.recall.query import ParticipantNames, dense_query, names_of
-from memory.recall.search import (
+from memory.recall.ranking import (
     DENSE_WEIGHT,
     EQUAL_SCORES,
     FOUND_FLOOR,
-    StoredMemory,
     by_score,
     fuse,
     one_of_each,
     pins_first,
     restatements_last,
-    with_context,
 )
+from memory.recall.recalled import StoredMemory
 from memory.service import MemoryService
 from memory.types import ScoredId
 from models import Message, Personality
