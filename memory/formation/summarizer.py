@@ -42,7 +42,7 @@ from memory.formation.summary_types import (
 )
 from memory.llm import LLMClient, LLMConfigError, LLMTimeoutError, LLMUnavailableError
 from memory.tokens import count_tokens
-from memory.types import ModelConfig
+from memory.types import ModelConfig, ProgressCallback
 
 __all__ = [
     "DEFAULT_SUMMARIZER_PROMPT",
@@ -104,15 +104,22 @@ class ExchangeSummarizer:
         return result
 
     async def summarize_exchanges(
-        self, exchanges: Sequence[ExchangeText], *, cfg: ModelConfig | None, prompt: str | None = None
+        self,
+        exchanges: Sequence[ExchangeText],
+        *,
+        cfg: ModelConfig | None,
+        prompt: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> list[SummaryResult]:
         """A summary of each exchange, in order, strictly shorter than it; never raises for LLM trouble.
 
         Consecutive exchanges share calls, up to `batch_exchanges` and `input_tokens` a call.
+        `progress` is told how many exchanges each call settled, as it settles them: a slow local
+        model's first memories show long before the last call of the batch answers.
         """
         items = [self._item(exchange) for exchange in exchanges]
         if cfg is None:
-            return [self._fallback(item, FallbackReason.NO_MODEL, None, None) for item in items]
+            return _settled(progress, [self._fallback(i, FallbackReason.NO_MODEL, None, None) for i in items])
         batches: list[list[int]] = []
         size = 0
         for index, item in enumerate(items):
@@ -125,7 +132,7 @@ class ExchangeSummarizer:
                 batches[-1].append(index)
                 size += item.tokens
         done = await asyncio.gather(
-            *(self._batch([items[i] for i in batch], cfg, prompt) for batch in batches)
+            *(self._batch([items[i] for i in batch], cfg, prompt, progress) for batch in batches)
         )
         results: list[SummaryResult | None] = [None] * len(items)
         for batch, batch_results in zip(batches, done, strict=True):
@@ -139,9 +146,12 @@ class ExchangeSummarizer:
         cap = summary_token_cap(tokens, floor=self._min_tokens, ceiling=self._max_tokens)
         return Asked(exchange, source, tokens, cap)
 
-    async def _batch(self, items: list[Asked], cfg: ModelConfig, prompt: str | None) -> list[SummaryResult]:
+    async def _batch(
+        self, items: list[Asked], cfg: ModelConfig, prompt: str | None, progress: ProgressCallback | None
+    ) -> list[SummaryResult]:
+        """The items' summaries; each exchange is told to `progress` once, when its result is final."""
         if len(items) == 1 and items[0].tokens > self._input_tokens:
-            return [await self._chunked(items[0], cfg, prompt)]
+            return _settled(progress, [await self._chunked(items[0], cfg, prompt)])
         for item in items:
             item.neighbours = [o.source for o in items if o.exchange.owner != item.exchange.owner]
             item.elsewhere = [o.source for o in items if o is not item]
@@ -154,45 +164,51 @@ class ExchangeSummarizer:
             # alone is retried whole.
             half = (len(items) + 1) // 2
             parts = (items[:half], items[half:])
-            halves = await asyncio.gather(*(self._batch(part, cfg, prompt) for part in parts))
+            halves = await asyncio.gather(*(self._batch(part, cfg, prompt, progress) for part in parts))
             return [result for part in halves for result in part]
         except LLMConfigError as exc:
-            return [self._fallback(item, FallbackReason.CONFIG, exc.reason, cfg) for item in items]
+            return _settled(
+                progress, [self._fallback(item, FallbackReason.CONFIG, exc.reason, cfg) for item in items]
+            )
         except LLMUnavailableError as exc:
             slow = exc.reason.startswith("timed out")
             reason = FallbackReason.TIMEOUT if slow else FallbackReason.UNREACHABLE
             named = not slow or "LLM_TIMEOUT" in exc.reason
             detail = exc.reason if named else f"{exc.reason}; raise LLM_TIMEOUT for a slow model"
-            return [self._fallback(item, reason, detail, cfg) for item in items]
+            return _settled(progress, [self._fallback(item, reason, detail, cfg) for item in items])
         if len(items) > 1:
             self._pace.batch_answered(cfg, parsed=answers is not None)
         if answers is None:
             if len(items) == 1:
-                return [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)]
+                return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])
             # A malformed batch answer: each exchange on its own call.
-            singles = await asyncio.gather(*(self._batch([item], cfg, prompt) for item in items))
+            singles = await asyncio.gather(*(self._batch([item], cfg, prompt, progress) for item in items))
             return [result for single in singles for result in single]
         verdicts = [judge_answer(item, answer) for item, answer in zip(items, answers, strict=True)]
         again = [i for i, v in enumerate(verdicts) if v.reason in ASKED_AGAIN]
         if again:
-            # Asked again alone, without context: a wrong answer in a batch is often a neighbour's.
-            groups = [[i] for i in again]
-            retried = await asyncio.gather(
-                *(self._ask_strictly([items[i] for i in g], cfg, prompt) for g in groups)
-            )
-            for group, answers in zip(groups, retried, strict=True):
-                if answers is None:
-                    continue  # unparseable or failed: the first reason stands
-                for i, answer in zip(group, answers, strict=True):
-                    verdict = judge_answer(items[i], answer)
+            # The answers kept are settled now; the others as each is asked again.
+            _tell(progress, len(items) - len(again))
+
+            async def ask_again(i: int) -> None:
+                # Alone, without context: a wrong answer in a batch is often a neighbour's.
+                answers = await self._ask_strictly([items[i]], cfg, prompt)
+                if answers is not None:  # else unparseable or failed: the first reason stands
+                    verdict = judge_answer(items[i], answers[0])
                     # Still wrong: the first reason stands (it is what the model did unasked).
                     verdicts[i] = verdict if verdict.reason is None else verdicts[i]
-        return [
+                _tell(progress, 1)
+
+            await asyncio.gather(*(ask_again(i) for i in again))
+        results = [
             SummaryResult(v.summary, cfg.model)
             if v.reason is None
             else self._fallback(item, v.reason, v.detail, cfg)
             for item, v in zip(items, verdicts, strict=True)
         ]
+        if not again:
+            _tell(progress, len(results))
+        return results
 
     async def _ask_strictly(
         self, items: list[Asked], cfg: ModelConfig, prompt: str | None
@@ -299,3 +315,14 @@ def _cut(text: str) -> str:
 def _speaker(line: Quoted) -> str:
     """How a quoted line names who said it (nothing, for context given as plain text)."""
     return f"{line.speaker}: " if line.speaker else ""
+
+
+def _settled(progress: ProgressCallback | None, results: list[SummaryResult]) -> list[SummaryResult]:
+    """`results`, told to `progress` as exchanges settled."""
+    _tell(progress, len(results))
+    return results
+
+
+def _tell(progress: ProgressCallback | None, settled: int) -> None:
+    if progress is not None and settled:
+        progress(settled)
