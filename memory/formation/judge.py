@@ -3,7 +3,8 @@
 A refusal, an empty answer, or a summary stating a name, number or date that neither the user's
 lines nor the reply hold (invented, or another user's) is refused; so is one about another exchange
 of its call or the context, one that stops before a sentence ends, one using another user's
-distinctive words, and one giving a speaker's words to the other (memory.formation.attribution).
+distinctive words, one giving a speaker's words to the other or stating what was only asked, and one
+telling an event none of whose words its exchange said (memory.formation.attribution).
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ def judge_answer(item: Asked, answer: str) -> Verdict:
     said = check_attribution(summary, exchange_lines(item.exchange.text, item.exchange.context))
     if said.others_claims:
         return Verdict(summary, FallbackReason.OTHER_USER, said.detail())
+    if said.unsaid:
+        return Verdict(summary, FallbackReason.INVENTED, said.detail())
     if said.wrong:
         return Verdict(summary, FallbackReason.MISATTRIBUTED, said.detail())
     return Verdict(summary)
