@@ -7,10 +7,14 @@ sessions 1-4 (../shared/eval/locomo-dev, read in place) and a two-user channel
 (bench/data/two_user_channel.jsonl). Then each memory is read against the transcript
 (testkit/summary_audit.py) and the counts printed: memories written in the model's words, and those
 holding another exchange's or another user's words, filed under the wrong user, cut mid-sentence,
-carrying formatting or prompt tags, or stating a fact their exchange does not hold; why the others are
-not the model's; and the saving as stored beside the extractive summarizer's on the same set.
+carrying formatting or prompt tags, stating a fact their exchange does not hold, stating what was only
+asked, or telling an event nobody said; why the others are not the model's; the saving as stored
+beside the extractive summarizer's on the same set; and the LLM tokens (prompt and completion, as the
+model server counts them: bench/llm_meter.py) per memory formed, with `--singles` also as a ratio to
+the same set summarized one exchange a call.
 
     .venv/bin/python -m bench.summaries --real [--sets sage two-users locomo-26] [--locomo-sessions 4]
+        [--singles] [--show]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bench._common import BenchDatabase, bench_database, bench_parser, bench_services
+from bench.llm_meter import UsageMeter
 from bench.locomo import DEV_DIR, dev_dialogues
 from memory.formation.importer import TranscriptLine
 from memory.llm import load_litellm
@@ -65,11 +70,11 @@ def load_set(name: str, locomo_dir: Path, sessions: int) -> tuple[str, list[dict
 
 async def form(
     db: BenchDatabase, embedder: LocalEmbedder, name: str, personality: str, lines: list[dict[str, Any]],
-    cfg: ModelConfig | None, run_id: str,
+    cfg: ModelConfig | None, run_id: str, batch: int | None = None,
 ) -> list[Memory]:  # fmt: skip
     """Import the set into a fresh summarized personality through the product's importer."""
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
-    services = bench_services(db, index=index, embedder=embedder, summarizer=cfg)
+    services = bench_services(db, index=index, embedder=embedder, summarizer=cfg, summarizer_batch=batch)
     personalities = PersonalityService(db.sessionmaker)
     created, _ = await personalities.create(
         f"{name}-{run_id}", display_name=personality, memory_mode=MemoryMode.SUMMARIZED
@@ -98,7 +103,7 @@ def saving(memories: list[Memory]) -> float:
     return 100.0 * (1 - stored / source) if source else 0.0
 
 
-async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool) -> None:
+async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool, singles: bool) -> None:
     reason = missing_reason()
     if reason is not None:
         raise SystemExit(reason)
@@ -108,14 +113,23 @@ async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool) -> N
     await embedder.embed(["warm up"])
     print(f"Summaries by a real model ({REAL_MODEL}: SmolLM2-135M-Instruct Q4_1 on llama.cpp, 1 slot)")
     header = f"  {'set':<10} {'memories':>8} {'by model':>8} " + " ".join(f"{k:>13}" for k in KINDS)
-    print(header + f" {'saving':>7} {'extractive':>10}  not the model's")
+    tokens = f" {'tokens/mem':>10}" + (f" {'x single':>8}" if singles else "")
+    print(header + f" {'saving':>7} {'extractive':>10}{tokens}  not the model's")
     with RealModelServer() as server:
-        cfg = ModelConfig(model=REAL_MODEL, api_base=server.base_url, api_key="none", timeout=60)
-        async with bench_database("summaries-real") as db:
+        async with bench_database("summaries-real") as db, UsageMeter(server.base_url) as meter:
+            cfg = ModelConfig(model=REAL_MODEL, api_base=meter.base_url, api_key="none", timeout=60)
             for number, name in enumerate(sets):
                 personality, lines = load_set(name, locomo_dir, sessions)
                 baseline = await form(db, embedder, name, personality, lines, None, f"{number}x")
+                meter.reset()
                 found = await form(db, embedder, name, personality, lines, cfg, f"{number}m")
+                per_memory = meter.tokens / len(found) if found else 0.0
+                ratio = ""
+                if singles:  # the same set, one exchange a call: what a batch is measured against
+                    meter.reset()
+                    alone = await form(db, embedder, name, personality, lines, cfg, f"{number}s", batch=1)
+                    per_single = meter.tokens / len(alone) if alone else 0.0
+                    ratio = f" {per_memory / per_single if per_single else 0.0:7.2f}x"
                 audit = audit_memories(
                     stored_memories(found), transcript_lines(lines, personality), model=REAL_MODEL
                 )
@@ -123,7 +137,8 @@ async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool) -> N
                 counts = " ".join(f"{audit.counts[k]:>13}" for k in KINDS)
                 print(
                     f"  {name:<10} {audit.memories:>8} {audit.by_model:>8} {counts} {saving(found):6.1f}% "
-                    f"{saving(baseline):9.1f}%  {', '.join(f'{n} {r}' for r, n in why.most_common()) or '-'}"
+                    f"{saving(baseline):9.1f}% {per_memory:10.0f}{ratio}  "
+                    f"{', '.join(f'{n} {r}' for r, n in why.most_common()) or '-'}"
                 )
                 for finding in audit.findings if show else []:
                     print(f"    {finding}")
@@ -136,8 +151,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--locomo-dir", type=Path, default=DEV_DIR)
     parser.add_argument("--locomo-sessions", type=int, default=4)
     parser.add_argument("--show", action="store_true", help="print each finding")
+    parser.add_argument(
+        "--singles", action="store_true", help="also one exchange a call, for the tokens' ratio to it"
+    )
     args = parser.parse_args(argv)
-    asyncio.run(run(args.sets, args.locomo_dir, args.locomo_sessions, args.show))
+    asyncio.run(run(args.sets, args.locomo_dir, args.locomo_sessions, args.show, args.singles))
 
 
 if __name__ == "__main__":

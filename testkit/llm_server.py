@@ -20,23 +20,33 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import hashlib
 import itertools
 import json
 import logging
-import math
 import re
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
-# The request readers and the summarizer model live beside the server; imported from here as before.
+# The behaviours, request readers and summarizer model live beside the server; imported from here too.
+from testkit.llm_behaviours import (
+    Behaviour,
+    Drop,
+    Fail,
+    NoChoices,
+    Reply,
+    Stall,
+    Trickle,
+    error_middleware,
+    error_response,
+    estimate_tokens,
+    hash_vector,
+)
 from testkit.llm_requests import (
     Responder,
     answering_each,
@@ -73,67 +83,6 @@ log = logging.getLogger(__name__)
 
 # What GET /v1/models lists; POSTs accept any model name unless `known_models` is set.
 MODEL_IDS = ("test-model", "test-embedding")
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """Answer with this text instead of the responder's."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stall:
-    """Sleep this long before answering normally (to trigger client timeouts)."""
-
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Fail:
-    """Answer with an error status and an OpenAI-style error body."""
-
-    status: int = 500
-    body: str | None = None
-    retry_after: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """Close the TCP connection without sending any response."""
-
-
-@dataclass(frozen=True, slots=True)
-class NoChoices:
-    """Answer HTTP 200 with `"choices": []`, as some gateways do after a content filter."""
-
-
-@dataclass(frozen=True, slots=True)
-class Trickle:
-    """Stream the answer one word every `interval` seconds, after `idle` seconds of empty deltas
-    (one every 0.2 s): a stream that is alive but never ends in time."""
-
-    interval: float = 0.0
-    idle: float = 0.0
-
-
-Behaviour = Reply | Stall | Fail | Drop | NoChoices | Trickle
-
-
-def estimate_tokens(text: str) -> int:
-    """Roughly what a BPE tokenizer gives for English: four characters per token."""
-    return max(1, math.ceil(len(text) / 4)) if text else 0
-
-
-def hash_vector(text: str, dim: int) -> list[float]:
-    """A deterministic pseudo-embedding; deliberately not unit length so clients must normalize."""
-    values: list[float] = []
-    for counter in itertools.count():
-        digest = hashlib.sha256(f"{counter}:{text}".encode()).digest()
-        values.extend((b - 127.5) / 127.5 for b in digest)
-        if len(values) >= dim:
-            break
-    return [v * 3.0 for v in values[:dim]]
 
 
 class LLMTestServer:
@@ -201,7 +150,7 @@ class LLMTestServer:
         self.cut_at_max_tokens = False
 
     async def start(self) -> None:
-        app = web.Application(middlewares=[_error_middleware])
+        app = web.Application(middlewares=[error_middleware])
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
@@ -233,7 +182,7 @@ class LLMTestServer:
         if self.concurrency_limit is not None and self.in_flight >= self.concurrency_limit:
             self.rejected += 1
             headers = {"Retry-After": f"{self.limit_retry_after:g}"}
-            raise _error_response(
+            raise error_response(
                 429, f"too many requests in flight (limit {self.concurrency_limit})", headers
             )
         self.in_flight += 1
@@ -247,9 +196,9 @@ class LLMTestServer:
         try:
             body = await request.json()
         except json.JSONDecodeError:
-            raise _error_response(400, "request body is not JSON") from None
+            raise error_response(400, "request body is not JSON") from None
         if not isinstance(body, dict):
-            raise _error_response(400, "request body must be a JSON object")
+            raise error_response(400, "request body must be a JSON object")
         self.requests.append(body)
         self.authorizations.append(request.headers.get("Authorization"))
         return body
@@ -269,7 +218,7 @@ class LLMTestServer:
                 return None
             case Fail(status, body, retry_after):
                 headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else None
-                raise _error_response(status, body or f"scripted failure {status}", headers)
+                raise error_response(status, body or f"scripted failure {status}", headers)
             case Drop():
                 transport = request.transport
                 if transport is not None:
@@ -281,9 +230,9 @@ class LLMTestServer:
         with self._tracked():
             body = await self._read_json(request)
             if not body.get("messages"):
-                raise _error_response(400, "'messages' is required")
+                raise error_response(400, "'messages' is required")
             if self.known_models is not None and body.get("model") not in self.known_models:
-                raise _error_response(404, f"The model '{body.get('model')}' does not exist")
+                raise error_response(404, f"The model '{body.get('model')}' does not exist")
             scripted = await self._apply_script(request)
             text = scripted.text if isinstance(scripted, Reply) else self.responder(body)
             finish = "stop"
@@ -363,7 +312,7 @@ class LLMTestServer:
             if isinstance(inputs, str):
                 inputs = [inputs]
             if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
-                raise _error_response(400, "'input' must be a string or a non-empty list of strings")
+                raise error_response(400, "'input' must be a string or a non-empty list of strings")
             await self._apply_script(request)
             dim = int(body.get("dimensions") or self.embedding_dim)
             data = []
@@ -389,41 +338,6 @@ class LLMTestServer:
     async def _models(self, request: web.Request) -> web.Response:
         models = [{"id": m, "object": "model", "created": 0, "owned_by": "personae-tests"} for m in MODEL_IDS]
         return web.json_response({"object": "list", "data": models})
-
-
-class _ErrorReply(Exception):
-    """Raised by a handler, turned into an OpenAI-style error response by `_error_middleware`."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers
-
-
-def _error_response(status: int, message: str, headers: dict[str, str] | None = None) -> _ErrorReply:
-    return _ErrorReply(status, message, headers)
-
-
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-}
-
-
-@web.middleware
-async def _error_middleware(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except _ErrorReply as exc:
-        error = {"message": exc.message, "type": _ERROR_TYPES.get(exc.status, "server_error")}
-        return web.json_response(
-            {"error": {**error, "param": None, "code": None}}, status=exc.status, headers=exc.headers
-        )
 
 
 async def _serve(host: str, port: int, latency: float, embedding_dim: int, limit: int | None) -> None:

@@ -22,6 +22,15 @@ _FACTY_RE = re.compile(r"\d|(?<=\s)[A-Z][a-z]")
 # What the product's stricter retry says (memory.formation.summarizer.STRICT_RULE), as a model reads it.
 _STRICT_MARK = "Use only names, numbers, dates and places that the exchange itself states"
 INVENTION = "They paid $450 to Mallory on 12 March 2023."
+# An event with no name or number of its own (adds_event): after the speakers' names.
+EVENT = "went camping by the lake with their cousins."
+_ASKING = frozenset(
+    {
+        "did", "do", "does", "is", "are", "was", "were", "have", "has", "can", "could", "will", "would",
+        "should", "how", "what", "when", "where", "why",
+    }
+)  # fmt: skip
+_HOW_MUCH = frozenset({"often", "long", "much", "many"})
 REFUSAL = "I'm sorry, but I can't help with summarizing this conversation."
 
 
@@ -52,7 +61,13 @@ class SummarizerModel:
     - copies: each exchange copied back as said, *actions*, emoji and `!!!` included;
     - tags: a line with no fact and the prompt's tag echoed ("Sage nodded approvingly. <context>");
     - tells_other: the memory told as another user's of the batch ("Bob told them that ..." for
-      Alice's news; the personality, with no other user in the batch).
+      Alice's news; the personality, with no other user in the batch);
+    - states_question: what was only asked, stated as a fact ("The ferns survive fifteen small
+      dinosaurs." for "Did the ferns survive fifteen small dinosaurs?"), for an exchange holding a
+      question; the faithful memory for one that holds none;
+    - adds_event: the faithful memory plus an event nobody mentioned that carries no name or number
+      but the speakers' ("Alice and Sage went camping by the lake with their cousins."), which the
+      name and number checks cannot see.
 
     With `stubborn` False, a request carrying the product's stricter instruction is answered
     faithfully: the model that behaves once told.
@@ -60,7 +75,18 @@ class SummarizerModel:
 
     MODES = ("faithful", "drops", "invents", "obeys", "swaps", "refuses", "malformed")
     # What a real small model did with numbered batches (issue 30).
-    REAL_MODES = ("shifted", "repeated", "merged", "context", "rambles", "copies", "tags", "tells_other")
+    REAL_MODES = (
+        "shifted",
+        "repeated",
+        "merged",
+        "context",
+        "rambles",
+        "copies",
+        "tags",
+        "tells_other",
+        "states_question",
+        "adds_event",
+    )
 
     def __init__(self, mode: str = "faithful", *, stubborn: bool = True) -> None:
         if mode not in self.MODES + self.REAL_MODES:
@@ -146,6 +172,14 @@ def _misplaced(
         return [" ".join(exchange.split()) for exchange in exchanges]
     if mode == "tags":
         return [f"{_others_in(exchange)} nodded approvingly. <context>" for exchange in exchanges]
+    if mode == "states_question":
+        stated = [_question_as_fact(exchange) for exchange in exchanges]
+        return [fact or memory for fact, memory in zip(stated, memories, strict=True)]
+    if mode == "adds_event":
+        return [
+            f"{memory} {_owner_of(exchange)} and {_others_in(exchange)} {EVENT}"
+            for exchange, memory in zip(exchanges, memories, strict=True)
+        ]
     if mode == "tells_other":
         owners = [_owner_of(exchange) for exchange in exchanges]
         return [
@@ -153,6 +187,30 @@ def _misplaced(
             for exchange, memory, owner in zip(exchanges, memories, owners, strict=True)
         ]
     return memories
+
+
+def _question_as_fact(exchange: str) -> str | None:
+    """The exchange's first question told as a statement: its asking words dropped, "you" made the
+    one asked ("Did you water it?" from Bob to Sage: "Sage water it."); None when it asks nothing."""
+    speakers = [s for s, _ in map(_speaker_and_text, exchange.splitlines()) if s]
+    for line in exchange.splitlines():
+        speaker, said = _speaker_and_text(line)
+        asked = next((o for o in speakers if o != speaker), "them")
+        for sentence in re.findall(r"[^.!?]*\?", _clean(said)):
+            words = sentence.strip(" ?").replace(",", " ").split()
+            # From its asking word ("hey Sage, how often do you..."): a question that has none is no
+            # question to state.
+            start = next((n for n, w in enumerate(words) if w.casefold() in _ASKING), None)
+            if start is None:
+                continue
+            words = words[start:]
+            while words and words[0].casefold() in _ASKING | _HOW_MUCH:
+                words = words[1:]
+            said_of = {"you": asked, "your": f"{asked}'s", "i": speaker, "my": f"{speaker}'s"}
+            words = [said_of.get(w.casefold(), w) for w in words]
+            if len(words) >= 2:
+                return " ".join(words)[:1].upper() + " ".join(words)[1:] + "."
+    return None
 
 
 def _owner_of(exchange: str) -> str:

@@ -9,7 +9,11 @@ the transcript, and each defect a real model showed (issue 30) is counted:
 - cut: the model's text does not end a sentence (stopped at max_tokens, or lost its end);
 - formatting: *actions*, emoji, repeated marks, prompt tags (`<context>`, `[1]`) or chat-template
   tokens left in the memory;
-- invented: a name, number, date or time that the exchange does not hold.
+- invented: a name, number, date or time that the exchange does not hold;
+- stated_question: a sentence that asks nothing and reports no speech, repeating three words in a row
+  of what a question of its exchange asked (not a clause it states) that no statement of it says;
+- unsaid: a sentence with three distinctive words or more that nobody in the transcript said and no
+  word of its own exchange (an event added with no name or number: the fact checks cannot see it).
 
 Used by the real-model test tier and `bench.summaries --real`.
 """
@@ -21,13 +25,15 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory.formation.attribution import SPEECH_VERBS, asked_part
 from memory.formation.fidelity import foreign_facts, vocabulary, word_stem, zipf
 
-KINDS = ("other_content", "owner", "cut", "formatting", "invented")
+KINDS = ("other_content", "owner", "cut", "formatting", "invented", "stated_question", "unsaid")
 # As memory.formation.summarizer judges another user's word: long enough, and not everyday.
 DISTINCTIVE_MIN_CHARS = 4
 DISTINCTIVE_MAX_ZIPF = 5.0
@@ -36,6 +42,31 @@ _FORMATTING_RE = re.compile(
     r"\*[^*\n]+\*|[!?]{2,}|</?\s*(?:exchange|context)\b|<\|[^|>]*\|>|^\s*\[\d+\]|\[/?INST\]|<start_of_turn>",
     re.IGNORECASE | re.MULTILINE,
 )
+# Words saying a sentence reports a question or speech, not a fact.
+_NOT_STATED = SPEECH_VERBS | {"whether", "if", "wants", "wanted", "curious", "question", "seeks", "seeking"}
+_ASKING = frozenset(
+    [
+        "did",
+        "do",
+        "does",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "how",
+        "what",
+        "when",
+        "where",
+        "why",
+    ]
+)
+_CLAUSE_RE = re.compile(r"[,;:]|\s[–—-]\s")
+_SENTENCE_RE = re.compile(r"[^.!?…\n]+[.!?…]*")
 _UNITS = "°℃℉№©®™"  # symbols that are part of what was said, not decoration
 _SENTENCE_END = tuple(".!?…") + tuple(f"{m}{q}" for m in ".!?…" for q in "\"'”’)")
 
@@ -119,9 +150,53 @@ def distinctive_stems(text: str) -> set[str]:
     return stems
 
 
+def _stems(text: str) -> list[str]:
+    return [word_stem(word) for word in re.findall(r"[^\W_]+(?:['’][^\W\d_]+)?", text)]
+
+
+def _runs(stems: list[str]) -> set[tuple[str, ...]]:
+    return {
+        tuple(stems[i : i + 3])
+        for i in range(len(stems) - 2)
+        if sum(s[0].isdigit() or (len(s) >= 3 and zipf(s) < 6.0) for s in stems[i : i + 3]) >= 2
+    }
+
+
+def states_a_question(sentence: str, own: Sequence[Line]) -> bool:
+    """Whether a sentence that asks nothing and reports no speech repeats three words in a row of what
+    a question of its exchange asked (`asked_part`), words no statement of the exchange says."""
+    stems = _stems(sentence.casefold())
+    if "?" in sentence or not stems or set(stems) & {word_stem(w) for w in _NOT_STATED}:
+        return False
+    if stems[0] in _ASKING:
+        return False  # "Did the ferns survive." still asks
+    asked: set[tuple[str, ...]] = set()
+    stated: set[tuple[str, ...]] = set()
+    for line in own:
+        for said in _SENTENCE_RE.findall(line.content.casefold()):
+            statement, question = asked_part(said)
+            asked |= _runs(_stems(question))
+            stated |= _runs(_stems(statement))
+    return bool(_runs(stems) & (asked - stated))
+
+
+def tells_unsaid(
+    sentence: str, own_words: AbstractSet[str], said_anywhere: AbstractSet[str], speakers: Sequence[str]
+) -> bool:
+    """Whether a sentence tells what nobody said: three distinctive words or more that no line of the
+    transcript holds, and no word (of four letters or more) of its own exchange."""
+    names = {word_stem(w) for speaker in speakers for w in speaker.split()}
+    words = {s.removesuffix("'s") for s in _stems(sentence) if len(s) >= 4} - names
+    if words & own_words:
+        return False
+    unsaid = distinctive_stems(sentence) - said_anywhere - names - {word_stem(w) for w in SPEECH_VERBS}
+    return len(unsaid) >= 3
+
+
 def audit_memories(memories: Iterable[StoredMemory], lines: dict[str, Line], *, model: str | None) -> Audit:
     """Every memory read against its own lines and every other line (see the module docstring)."""
     audit = Audit()
+    said_anywhere = {s for line in lines.values() for s in vocabulary(line.content).words}
     for number, memory in enumerate(memories, start=1):
         audit.memories += 1
         own = [lines[i] for i in memory.source_message_ids if i in lines]
@@ -152,6 +227,11 @@ def audit_memories(memories: Iterable[StoredMemory], lines: dict[str, Line], *, 
         invented = foreign_facts(memory.content, vocabulary(own_text), names=speakers)
         if invented:
             found.append(("invented", ", ".join(invented)))
+        for sentence in _SENTENCE_RE.findall(memory.content):
+            if states_a_question(sentence, own):
+                found.append(("stated_question", sentence.strip()))
+            elif tells_unsaid(sentence, own_words, said_anywhere, speakers):
+                found.append(("unsaid", sentence.strip()))
         for kind, detail in found:
             audit.counts[kind] += 1
             audit.findings.append(f"{label}: {kind} ({detail}) in {memory.content!r}")

@@ -16,6 +16,13 @@ summary gives each content phrase to. Three ways a summary goes wrong that way:
 - **others' claim**: a sentence made of another user's words (quoted context of a shared channel)
   more than of the exchange's own, whatever those words are ("Bob is a bad man who hits his wife",
   said by Alice, never reaches Bob's memory).
+- **unsaid event**: a sentence with content words, none of them its exchange's ("Alice and Sage went
+  camping by the lake with their cousins."): an event nobody said, which the fact checks cannot see
+  when it carries no name or number but the speakers'.
+
+A question is also stated when a sentence repeats, in order, three words or more of a question that
+no statement of the exchange holds ("Sage water a bonsai." from "how often do you water a bonsai?"),
+even where the reply speaks of the same things.
 
 A sentence whose subject or owners cannot be told is counted as `unchecked`, never passed as
 checked. Content words are the words rarer than everyday function words (`wordfreq`, in English or
@@ -42,9 +49,16 @@ FUNCTION_ZIPF = 6.0
 ROOT_CHARS = 5
 # A sentence is a stated question, or another user's claim, from this many content words up.
 MIN_EVIDENCE = 2
+# A sentence repeating this many words in a row of a question (and of no statement) states it.
+QUESTION_RUN = 3
+# A sentence with this many content words and none of its exchange's tells an event nobody said. Two
+# are often a fair paraphrase ("Jon expressed gratitude for Gina's support."); three rarely are
+# (bench.attribution: 2 of 353 correct LoCoMo observations, both beyond their two turns).
+UNSAID_EVENT = 3
 # A subject must own at least this share of the content words a sentence took from the exchange.
 OWNED_SHARE = 0.5
 
+_CLAUSE_RE = re.compile(r"[,;:]|\s[–—-]\s")
 _ROLE_NOTE_RE = re.compile(r"\s*\((?:another user|answering another user)\)\s*$")
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+(?:[.,:]\d+)*")
 _FIRST_PERSON_TEXT = "i i'm i've i'll i'd me my mine myself we we're we've we'll us our ours"
@@ -65,7 +79,11 @@ _SPEECH_TEXT = """told tells tell said says say shared shares mentioned mentions
     inquires chatted chats spoke speaks wished wishes hoped hopes"""
 _SPEECH = frozenset(_SPEECH_TEXT.split())
 # A summary sentence that says something was asked, wished or wondered states no fact.
-_NOT_ASSERTED = _SPEECH | {"whether", "if", "wants", "wanted", "curious", "question", "questions"}
+_NOT_ASSERTED = _SPEECH | {
+    "whether", "if", "wants", "wanted", "curious", "question", "questions", "seeks", "seeking", "sought",
+}  # fmt: skip
+# What a sentence reporting speech says it with (testkit.summary_audit reads summaries alike).
+SPEECH_VERBS = _SPEECH
 # A sentence opening with one of these asks (a model may end it with a full stop): it states nothing.
 _INTERROGATIVE_TEXT = """did does do is are was were has have had can could will would should shall may
     might how what when where why who whom whose which"""
@@ -101,12 +119,13 @@ class Attribution:
     swapped: list[str] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
     others_claims: list[str] = field(default_factory=list)
+    unsaid: list[str] = field(default_factory=list)  # events nobody said
     unchecked: int = 0  # sentences whose subject or owners could not be told
     checked: int = 0  # sentences whose subject was checked against the owners of their words
 
     @property
     def wrong(self) -> bool:
-        return bool(self.swapped or self.questions or self.others_claims)
+        return bool(self.swapped or self.questions or self.others_claims or self.unsaid)
 
     def detail(self) -> str:
         """One line for a report: the first wrong sentence of each kind."""
@@ -116,6 +135,8 @@ class Attribution:
                 parts.append(f"{kind}: {found[0]!r}")
         if self.others_claims:
             parts.append(f"another user's: {self.others_claims[0]!r}")
+        if self.unsaid:
+            parts.append(f"nobody said: {self.unsaid[0]!r}")
         return "; ".join(parts)
 
 
@@ -155,6 +176,8 @@ def check_attribution(summary: str, lines: Sequence[Line]) -> Attribution:
     swapped: list[str] = []
     questions: list[str] = []
     others: list[str] = []
+    unsaid: list[str] = []
+    asked_runs = _question_runs(lines)
     unchecked = checked = 0
     previous: frozenset[str] = frozenset()
     for text, _ in split_sentences(strip_chat_template_tokens(summary)):
@@ -168,8 +191,12 @@ def check_attribution(summary: str, lines: Sequence[Line]) -> Attribution:
             continue
         found = roots & own_roots
         if not found:
+            # A speaker's name with its 's is no content ("Gina's support").
+            owned_names = {_root(w) for w in words if w.casefold().removesuffix("'s") in names}
+            if len(roots - other_roots - owned_names) >= UNSAID_EVENT:
+                unsaid.append(text)
             continue
-        if _stated_question(text, words, found, sentences):
+        if _stated_question(text, words, found, sentences) or _repeats_question(text, words, asked_runs):
             questions.append(text)
             continue
         owned = [s for s in sentences if not s.other and s.roots & found]
@@ -184,7 +211,7 @@ def check_attribution(summary: str, lines: Sequence[Line]) -> Attribution:
                 swapped.append(text)
         elif any(_support(subject, found, owned) < OWNED_SHARE for subject in subjects):
             swapped.append(text)
-    return Attribution(swapped, questions, others, unchecked, checked)
+    return Attribution(swapped, questions, others, unsaid, unchecked, checked)
 
 
 def _support(subject: str, found: set[str], owned: list[_Sentence]) -> float:
@@ -218,10 +245,16 @@ def _said(lines: Sequence[Line], speakers: list[str], lang: str) -> list[_Senten
         # Addressed: the other speaker of a two-person exchange (a reply, or the user to it).
         others = [s for s in speakers if s != line.speaker]
         addressee = others[0] if len(others) == 1 else None
-        for text, _ in split_sentences(line.text):
+        parts = [
+            (part, question)
+            for text, _ in split_sentences(line.text)
+            for part, question in zip(asked_part(text), (False, True), strict=True)
+        ]
+        for text, question in parts:
+            if not text.strip():
+                continue
             words = _tokens(text)
             folded = {w.casefold().replace("’", "'") for w in words}
-            question = "?" in text
             owners: set[str] = set()
             if folded & _FIRST_PERSON:
                 owners.add(line.speaker)
@@ -277,6 +310,54 @@ def _stated_question(text: str, words: list[str], found: set[str], sentences: li
     asked = {r for s in sentences if not s.other and s.question for r in s.roots} - stated
     only_asked = found & asked
     return len(only_asked) >= MIN_EVIDENCE and len(only_asked) > len(found & stated)
+
+
+def asked_part(sentence: str) -> tuple[str, str]:
+    """A sentence as (what it states, what it asks). A question asks from its first clause opening
+    with an asking word ("hey Sage, how often do you..."), else only its last clause: "I started a
+    store, can you believe it?" states its store, and "..., right?" asks nothing."""
+    if "?" not in sentence:
+        return sentence, ""
+    clauses = _CLAUSE_RE.split(sentence)
+    first = next(
+        (n for n, c in enumerate(clauses) if c.split()[:1] and c.split()[0].casefold() in _INTERROGATIVE),
+        len(clauses) - 1,
+    )
+    return ", ".join(clauses[:first]), ", ".join(clauses[first:])
+
+
+def _question_runs(lines: Sequence[Line]) -> set[tuple[str, ...]]:
+    """The runs of QUESTION_RUN words (stems, two content words at least) of what the exchange's own
+    questions ask (`asked_part`) that none of its statements holds."""
+    asked: set[tuple[str, ...]] = set()
+    stated: set[tuple[str, ...]] = set()
+    for line in lines:
+        if line.other:
+            continue
+        for text, _ in split_sentences(line.text):
+            statement, question = asked_part(text)
+            asked.update(_runs(_tokens(question)))
+            stated.update(_runs(_tokens(statement)))
+    return asked - stated
+
+
+def _runs(words: list[str]) -> set[tuple[str, ...]]:
+    stems = [w if w[0].isdigit() else word_stem(w) for w in words]
+    content = [s[0].isdigit() or (len(s) >= 3 and zipf(s) < FUNCTION_ZIPF) for s in stems]
+    return {
+        tuple(stems[i : i + QUESTION_RUN])
+        for i in range(len(stems) - QUESTION_RUN + 1)
+        if sum(content[i : i + QUESTION_RUN]) >= 2
+    }
+
+
+def _repeats_question(text: str, words: list[str], asked_runs: set[tuple[str, ...]]) -> bool:
+    """Whether a sentence that asks nothing repeats a run of words only a question said."""
+    if not asked_runs or "?" in text or any(w.casefold() in _NOT_ASSERTED for w in words):
+        return False
+    if words and words[0].casefold() in _INTERROGATIVE:
+        return False  # "Did the ferns survive." still asks
+    return bool(_runs(words) & asked_runs)
 
 
 def _is_content(word: str, names: dict[str, str], lang: str) -> bool:

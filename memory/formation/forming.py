@@ -27,6 +27,7 @@ from memory.formation.exchanges import Exchange
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
 from memory.formation.pipeline import AHEAD, BatchRead, run_pipeline
+from memory.formation.progress import CountedProgress
 from memory.formation.repeats import screen_batch
 from memory.formation.shaping import Shaped, memory_row, shape_exchanges
 from memory.formation.summarizer import ExchangeSummarizer
@@ -92,6 +93,7 @@ class _Batch:
     vectors: list[list[float]]
     done: list[str]
     report: FormationReport
+    told: CountedProgress  # its exchanges the progress was told of as they were summarized
 
 
 class MemoryFormation:
@@ -202,7 +204,7 @@ class MemoryFormation:
                     while (conversation := await _claim(claim, candidates, claimed)) is not None:
                         self._held[conversation.id] += 1
                         mine.add(conversation.id)
-                        read = partial(self._read_batch, claim, conversation, mode_override)
+                        read = partial(self._read_batch, claim, conversation, mode_override, progress)
                         write = partial(self._write_batch, conversation, report, progress)
                         if await run_pipeline(read, write, ahead=self.batches_ahead):
                             break
@@ -223,6 +225,7 @@ class MemoryFormation:
         session: AsyncSession,
         conversation: Conversation,
         mode_override: MemoryMode | None,
+        progress: ProgressCallback | None,
         in_flight: Collection[str],
     ) -> BatchRead[_Batch] | None:
         """The next batch past those in flight, its summaries to start; None when none is ready."""
@@ -242,6 +245,7 @@ class MemoryFormation:
         if not done:
             return None
         report = FormationReport(exchanges=len(exchanges), excluded=len(grouping.excluded))
+        told = CountedProgress(progress)
         shaping: Awaitable[Sequence[Shaped]] | None = None
         if exchanges:
             personality = await session.scalar(
@@ -283,21 +287,26 @@ class MemoryFormation:
                 prompt,
                 summarizer=self._summarizer,
                 min_summarize_tokens=self._min_summarize_tokens,
+                progress=told,
             )
         # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
         # and the next read sees rows as they are now, not as this one loaded them).
         session.expunge_all()
-        return BatchRead(frozenset(done), self._form(shaping, done, report))
+        return BatchRead(frozenset(done), self._form(shaping, done, report, told))
 
     async def _form(
-        self, shaping: Awaitable[Sequence[Shaped]] | None, done: list[str], report: FormationReport
+        self,
+        shaping: Awaitable[Sequence[Shaped]] | None,
+        done: list[str],
+        report: FormationReport,
+        told: CountedProgress,
     ) -> _Batch:
         """The batch shaped, then embedded: both before its write, so that a batch is embedded while
         the one before it is written and indexed (the embedder works in its threads, the write on
         the event loop and PostgreSQL), not after."""
         formed = await shaping if shaping is not None else []
         vectors = await self._store.embedder.embed([f.content for f in formed]) if formed else []
-        return _Batch(formed, vectors, done, report)
+        return _Batch(formed, vectors, done, report, told)
 
     async def _write_batch(
         self,
@@ -335,8 +344,8 @@ class MemoryFormation:
             sorted(i for i, again in screened.reinforced.items() if again.sources)
         )
         report.add(batch_report)
-        if progress is not None:
-            progress(batch_report.exchanges)
+        if progress is not None and batch_report.exchanges > batch.told.count:
+            progress(batch_report.exchanges - batch.told.count)
 
 
 async def _claim(session: AsyncSession, candidates: Select[int], claimed: list[int]) -> Conversation | None:

@@ -21,6 +21,7 @@ from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.exchanges import render_lines
 from memory.formation.forming import FormationReport
+from memory.formation.progress import CountedProgress
 from memory.formation.shaping import VERBATIM, memory_text
 from memory.formation.summarizer import EXTRACTIVE, ExchangeSummarizer, ExchangeText
 from memory.owners.model_configs import ModelConfigResolver
@@ -77,9 +78,9 @@ async def resummarize(
             return report
         after = memories[-1].id
         names = (personality.display_name,)
-        results = await summarizer.summarize_exchanges(
-            [ExchangeText(sources[m.id], names=names) for m in memories], cfg=cfg, prompt=prompt
-        )
+        told = CountedProgress(progress)  # moved as each call settles its memories
+        texts = [ExchangeText(sources[m.id], names=names) for m in memories]
+        results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt, progress=told)
         improved = []
         for memory, result in zip(memories, results, strict=True):
             if result.reason is None:
@@ -130,8 +131,8 @@ async def resummarize(
             )
         report.exchanges += len(memories)
         report.memories += len(improved)
-        if progress is not None:
-            progress(len(memories))
+        if progress is not None and len(memories) > told.count:
+            progress(len(memories) - told.count)
 
 
 async def source_text(session: AsyncSession, memory: Memory, personality: Personality) -> str:

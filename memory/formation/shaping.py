@@ -28,7 +28,7 @@ from memory.formation.summarizer import (
 )
 from memory.recall.store import memory_id
 from memory.tokens import count_tokens
-from memory.types import MemoryMode, MemoryState, MessageRole, ModelConfig
+from memory.types import MemoryMode, MemoryState, MessageRole, ModelConfig, ProgressCallback
 from models import Conversation, Personality
 
 CLEANED = "cleaned"
@@ -60,12 +60,14 @@ async def shape_exchanges(
     *,
     summarizer: ExchangeSummarizer,
     min_summarize_tokens: int,
+    progress: ProgressCallback | None = None,
 ) -> list[Shaped]:
     """The exchanges as their memories keep them (see the module docstring), in order.
 
     The exchanges to summarize go to the summarizer together, in the order they were said: in a
     shared channel an exchange's context is then often the exchange before it, quoted once. Each
-    summary is checked against its own user's lines (memory.formation.summarizer).
+    summary is checked against its own user's lines (memory.formation.summarizer). `progress` is
+    told of the summarized exchanges as their calls settle them.
     """
     name = personality.display_name
     shaped: list[Shaped | None] = []
@@ -95,7 +97,7 @@ async def shape_exchanges(
         if m.role is not MessageRole.ASSISTANT
     }
     texts = [summarizer_text(exchange, name, authors) for _, exchange, _, _, _ in waiting]
-    results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt)
+    results = await summarizer.summarize_exchanges(texts, cfg=cfg, prompt=prompt, progress=progress)
     for (index, exchange, mode, verbatim, cleaned), text, result in zip(waiting, texts, results, strict=True):
         content, carried = memory_text(cleaned, result.text, names=text.names)
         credited, reason, detail = result.summarizer, _reason(result), result.detail

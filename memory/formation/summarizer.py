@@ -6,35 +6,25 @@ answer that cannot be parsed so is asked again one call per exchange. Earlier me
 model only as quoted, attributed data between tags that the instruction calls data, never
 instructions.
 
-Every summary is checked before it is kept: a refusal, an empty answer, or a summary stating a name,
-number or date that neither the user's lines nor the reply hold (invented, or another user's) is
-rejected. A summary with facts of its own is asked once more with a stricter instruction and no
-context; then the extractive summary takes its place. Each result says how it was made: by the model,
-or extractive and why (`FallbackReason`).
+Every summary is checked before it is kept (memory.formation.judge): a refusal, an empty answer, or
+a summary stating a name, number or date that neither the user's lines nor the reply hold (invented,
+or another user's) is rejected. A summary with facts of its own is asked once more with a stricter
+instruction and no context; then the extractive summary takes its place. Each result says how it was
+made: by the model, or extractive and why (`FallbackReason`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from memory.formation.answers import (
-    clean_answer,
-    off_exchange,
-    parse_numbered,
-    quoted_data,
-    whole_sentences,
-)
-from memory.formation.attribution import check_attribution, exchange_lines
+from memory.formation.answers import parse_numbered, quoted_data
 from memory.formation.chunking import split_into_chunks
 from memory.formation.cleaning import clean_summary_output, strip_chat_template_tokens
 from memory.formation.extractive import extractive_summary
-from memory.formation.fidelity import Vocabulary, foreign_facts, vocabulary, word_stem, zipf
+from memory.formation.judge import ASKED_AGAIN, Asked, judge_answer
 from memory.formation.pace import BatchPace
 from memory.formation.summarizer_prompt import (
     DEFAULT_SUMMARIZER_PROMPT,
@@ -43,9 +33,16 @@ from memory.formation.summarizer_prompt import (
     FORMAT_RULES,
     STRICT_RULE,
 )
+from memory.formation.summary_types import (
+    EXTRACTIVE,
+    ExchangeText,
+    FallbackReason,
+    Quoted,
+    SummaryResult,
+)
 from memory.llm import LLMClient, LLMConfigError, LLMTimeoutError, LLMUnavailableError
 from memory.tokens import count_tokens
-from memory.types import ModelConfig
+from memory.types import ModelConfig, ProgressCallback
 
 __all__ = [
     "DEFAULT_SUMMARIZER_PROMPT",
@@ -65,150 +62,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-EXTRACTIVE = "extractive"
 # Exchanges summarized in one call: the instruction is paid once per batch, not once per exchange.
 BATCH_EXCHANGES = 8
 # A fallback reason is logged once in this many seconds, not once per exchange.
 LOG_EVERY_SECONDS = 600.0
-
-
-class FallbackReason(enum.StrEnum):
-    """Why a memory's summary is extractive rather than the model's."""
-
-    NO_MODEL = "no_model"  # no summarizer model configured
-    CONFIG = "config"  # authentication or configuration error: missing key, unknown model...
-    UNREACHABLE = "unreachable"  # 429, 5xx, dropped connections past the retries
-    TIMEOUT = "timeout"  # the model answered too slowly for LLM_TIMEOUT, even one exchange a call
-    REFUSED = "refused"
-    INVENTED = "invented"  # a fact in neither the user's lines nor the reply
-    OTHER_USER = "other_user"  # another user's fact or words
-    UNPARSEABLE = "unparseable"  # empty, or no summary to be found in the answer
-    OFF_EXCHANGE = "off_exchange"  # about another exchange of the call or the context, not its own
-    CUT = "cut"  # stopped before its first sentence ended (max_tokens)
-    NOT_SMALLER = "not_smaller"  # summary and carried facts not smaller: the cleaned exchange is kept
-    MISATTRIBUTED = "misattributed"  # one speaker's fact given to the other, or a question as a fact
-
-
-_REFUSAL_RE = re.compile(
-    r"^(?:i'?m sorry|i am sorry|sorry,|i apologi[sz]e|as an ai\b|i can(?:no|')?t\b|i cannot\b"
-    r"|i(?:'m| am) (?:not able|unable)|i won'?t\b|unfortunately,? i\b)",
-    re.IGNORECASE,
-)
-# An answer with these faults is asked again, alone and without context, before going extractive.
-_ASKED_AGAIN = frozenset(
-    {
-        FallbackReason.INVENTED,
-        FallbackReason.OTHER_USER,
-        FallbackReason.OFF_EXCHANGE,
-        FallbackReason.CUT,
-        FallbackReason.MISATTRIBUTED,
-    }
-)
-_WORD_RE = re.compile(r"[^\W\d_](?:\w|['’-](?=[^\W\d_]))*")
 # A quoted context line is cut to this many words: it explains the exchange, it is not remembered.
 CONTEXT_WORDS = 40
-# Another user's word in a summary is one that names something: long enough, and not everyday.
-_OTHERS_WORD_MIN_CHARS = 4
-_OTHERS_WORD_MAX_ZIPF = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class Quoted:
-    """A line said before an exchange: who said it ("Alice (another user)"; empty for context given
-    as plain text), and whether it is someone else's (another user's, or a reply to one)."""
-
-    message_id: str
-    speaker: str
-    text: str
-    other: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ExchangeText:
-    """One exchange as the summarizer reads it: its `Name: text` lines, the lines before it, and the
-    names of its speakers."""
-
-    text: str
-    context: tuple[Quoted, ...] = ()
-    names: tuple[str, ...] = ()
-    message_ids: frozenset[str] = frozenset()
-    owner: str = ""  # whose exchange it is: what another user's exchange in the same call is not
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryResult:
-    text: str
-    summarizer: str  # the model string, or "extractive"
-    reason: FallbackReason | None = None  # why extractive (None: the model's summary)
-    detail: str | None = None  # the failure in one line, for reports (a config error's fix)
-
-    @property
-    def extractive(self) -> bool:
-        return self.summarizer == EXTRACTIVE
-
-
-@dataclass(slots=True)
-class _Item:
-    """An exchange on its way through a batch: its source, cap and the vocabularies it is checked by."""
-
-    exchange: ExchangeText
-    source: str
-    tokens: int
-    cap: int
-    _allowed: Vocabulary | None = None
-    _others: Vocabulary | None = None
-    # The exchanges of other users asked in the same call: someone else's words too.
-    neighbours: list[str] = field(default_factory=list)
-    # Every other exchange of the call and every context line: what an answer about its own exchange
-    # does not take its distinctive words from.
-    elsewhere: list[str] = field(default_factory=list)
-
-    @property
-    def allowed(self) -> Vocabulary:
-        """What the user's lines, the replies and the user's own earlier lines hold."""
-        if self._allowed is None:
-            own = "\n".join(f"{q.speaker}: {q.text}" for q in self.exchange.context if not q.other)
-            # As said, not cleaned: a number inside an *action* or an emoticon was said too.
-            self._allowed = vocabulary(f"{self.source}\n{own}")
-        return self._allowed
-
-    @property
-    def others(self) -> Vocabulary:
-        """What other users' lines (and the replies to them) hold."""
-        if self._others is None:
-            theirs = [q.text for q in self.exchange.context if q.other]
-            self._others = vocabulary("\n".join([*theirs, *self.neighbours]))
-        return self._others
-
-
-@dataclass(frozen=True, slots=True)
-class _Verdict:
-    summary: str
-    reason: FallbackReason | None = None
-    detail: str | None = None
 
 
 def summary_token_cap(input_tokens: int, *, floor: int, ceiling: int) -> int:
     """min(ceiling, max(floor, input // 2)), and always below the input so a summary never grows it."""
     return max(1, min(ceiling, max(floor, input_tokens // 2), input_tokens - 1))
-
-
-def _others_words(summary: str, item: _Item) -> list[str]:
-    """Words of the summary that only another user's lines hold (not the exchange's own)."""
-    others = item.others.words
-    if not others:
-        return []
-    found = set()
-    for word in _WORD_RE.findall(summary):
-        stem = word_stem(word)
-        if (
-            len(stem) >= _OTHERS_WORD_MIN_CHARS
-            and stem in others
-            and stem not in item.allowed.words
-            and zipf(stem) < _OTHERS_WORD_MAX_ZIPF
-        ):
-            found.add(stem)
-    return sorted(found)
 
 
 class ExchangeSummarizer:
@@ -240,15 +104,22 @@ class ExchangeSummarizer:
         return result
 
     async def summarize_exchanges(
-        self, exchanges: Sequence[ExchangeText], *, cfg: ModelConfig | None, prompt: str | None = None
+        self,
+        exchanges: Sequence[ExchangeText],
+        *,
+        cfg: ModelConfig | None,
+        prompt: str | None = None,
+        progress: ProgressCallback | None = None,
     ) -> list[SummaryResult]:
         """A summary of each exchange, in order, strictly shorter than it; never raises for LLM trouble.
 
         Consecutive exchanges share calls, up to `batch_exchanges` and `input_tokens` a call.
+        `progress` is told how many exchanges each call settled, as it settles them: a slow local
+        model's first memories show long before the last call of the batch answers.
         """
         items = [self._item(exchange) for exchange in exchanges]
         if cfg is None:
-            return [self._fallback(item, FallbackReason.NO_MODEL, None, None) for item in items]
+            return _settled(progress, [self._fallback(i, FallbackReason.NO_MODEL, None, None) for i in items])
         batches: list[list[int]] = []
         size = 0
         for index, item in enumerate(items):
@@ -261,7 +132,7 @@ class ExchangeSummarizer:
                 batches[-1].append(index)
                 size += item.tokens
         done = await asyncio.gather(
-            *(self._batch([items[i] for i in batch], cfg, prompt) for batch in batches)
+            *(self._batch([items[i] for i in batch], cfg, prompt, progress) for batch in batches)
         )
         results: list[SummaryResult | None] = [None] * len(items)
         for batch, batch_results in zip(batches, done, strict=True):
@@ -269,15 +140,18 @@ class ExchangeSummarizer:
                 results[index] = result
         return [r for r in results if r is not None]
 
-    def _item(self, exchange: ExchangeText) -> _Item:
+    def _item(self, exchange: ExchangeText) -> Asked:
         source = strip_chat_template_tokens(exchange.text)
         tokens = count_tokens(source)  # counted once: ~0.3 ms for an exchange of chat
         cap = summary_token_cap(tokens, floor=self._min_tokens, ceiling=self._max_tokens)
-        return _Item(exchange, source, tokens, cap)
+        return Asked(exchange, source, tokens, cap)
 
-    async def _batch(self, items: list[_Item], cfg: ModelConfig, prompt: str | None) -> list[SummaryResult]:
+    async def _batch(
+        self, items: list[Asked], cfg: ModelConfig, prompt: str | None, progress: ProgressCallback | None
+    ) -> list[SummaryResult]:
+        """The items' summaries; each exchange is told to `progress` once, when its result is final."""
         if len(items) == 1 and items[0].tokens > self._input_tokens:
-            return [await self._chunked(items[0], cfg, prompt)]
+            return _settled(progress, [await self._chunked(items[0], cfg, prompt)])
         for item in items:
             item.neighbours = [o.source for o in items if o.exchange.owner != item.exchange.owner]
             item.elsewhere = [o.source for o in items if o is not item]
@@ -290,92 +164,62 @@ class ExchangeSummarizer:
             # alone is retried whole.
             half = (len(items) + 1) // 2
             parts = (items[:half], items[half:])
-            halves = await asyncio.gather(*(self._batch(part, cfg, prompt) for part in parts))
+            halves = await asyncio.gather(*(self._batch(part, cfg, prompt, progress) for part in parts))
             return [result for part in halves for result in part]
         except LLMConfigError as exc:
-            return [self._fallback(item, FallbackReason.CONFIG, exc.reason, cfg) for item in items]
+            return _settled(
+                progress, [self._fallback(item, FallbackReason.CONFIG, exc.reason, cfg) for item in items]
+            )
         except LLMUnavailableError as exc:
             slow = exc.reason.startswith("timed out")
             reason = FallbackReason.TIMEOUT if slow else FallbackReason.UNREACHABLE
             named = not slow or "LLM_TIMEOUT" in exc.reason
             detail = exc.reason if named else f"{exc.reason}; raise LLM_TIMEOUT for a slow model"
-            return [self._fallback(item, reason, detail, cfg) for item in items]
+            return _settled(progress, [self._fallback(item, reason, detail, cfg) for item in items])
         if len(items) > 1:
             self._pace.batch_answered(cfg, parsed=answers is not None)
         if answers is None:
             if len(items) == 1:
-                return [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)]
+                return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])
             # A malformed batch answer: each exchange on its own call.
-            singles = await asyncio.gather(*(self._batch([item], cfg, prompt) for item in items))
+            singles = await asyncio.gather(*(self._batch([item], cfg, prompt, progress) for item in items))
             return [result for single in singles for result in single]
-        verdicts = [self._judge(item, answer) for item, answer in zip(items, answers, strict=True)]
-        again = [i for i, v in enumerate(verdicts) if v.reason in _ASKED_AGAIN]
+        verdicts = [judge_answer(item, answer) for item, answer in zip(items, answers, strict=True)]
+        again = [i for i, v in enumerate(verdicts) if v.reason in ASKED_AGAIN]
         if again:
-            # Asked again alone, without context: a wrong answer in a batch is often a neighbour's.
-            groups = [[i] for i in again]
-            retried = await asyncio.gather(
-                *(self._ask_strictly([items[i] for i in g], cfg, prompt) for g in groups)
-            )
-            for group, answers in zip(groups, retried, strict=True):
-                if answers is None:
-                    continue  # unparseable or failed: the first reason stands
-                for i, answer in zip(group, answers, strict=True):
-                    verdict = self._judge(items[i], answer)
+            # The answers kept are settled now; the others as each is asked again.
+            _tell(progress, len(items) - len(again))
+
+            async def ask_again(i: int) -> None:
+                # Alone, without context: a wrong answer in a batch is often a neighbour's.
+                answers = await self._ask_strictly([items[i]], cfg, prompt)
+                if answers is not None:  # else unparseable or failed: the first reason stands
+                    verdict = judge_answer(items[i], answers[0])
                     # Still wrong: the first reason stands (it is what the model did unasked).
                     verdicts[i] = verdict if verdict.reason is None else verdicts[i]
-        return [
+                _tell(progress, 1)
+
+            await asyncio.gather(*(ask_again(i) for i in again))
+        results = [
             SummaryResult(v.summary, cfg.model)
             if v.reason is None
             else self._fallback(item, v.reason, v.detail, cfg)
             for item, v in zip(items, verdicts, strict=True)
         ]
+        if not again:
+            _tell(progress, len(results))
+        return results
 
     async def _ask_strictly(
-        self, items: list[_Item], cfg: ModelConfig, prompt: str | None
+        self, items: list[Asked], cfg: ModelConfig, prompt: str | None
     ) -> list[str] | None:
         try:
             return await self._ask(items, cfg, prompt, strict=True)
         except (LLMConfigError, LLMUnavailableError):
             return None
 
-    def _judge(self, item: _Item, answer: str) -> _Verdict:
-        """The answer for one exchange as a summary to keep, or the reason it is not one."""
-        cleaned = clean_answer(answer)
-        if not cleaned:
-            return _Verdict("", FallbackReason.UNPARSEABLE)
-        if _REFUSAL_RE.match(cleaned):
-            return _Verdict("", FallbackReason.REFUSED)
-        summary = whole_sentences(cleaned)
-        if not summary:
-            return _Verdict("", FallbackReason.CUT, "no sentence ends")
-        if len(summary) >= len(item.source):
-            # Longer than what was said is no summary: keep what it said within the cap.
-            summary = extractive_summary(summary, item.cap)
-            if not summary or len(summary) >= len(item.source):
-                return _Verdict("", FallbackReason.UNPARSEABLE)
-        foreign = foreign_facts(summary, item.allowed, names=item.exchange.names)
-        if foreign:
-            # Another user's when every such fact is in their lines; a fact nobody said is invented.
-            nobodys = set(foreign) & set(foreign_facts(summary, item.others, names=item.exchange.names))
-            reason = FallbackReason.INVENTED if nobodys else FallbackReason.OTHER_USER
-            return _Verdict(summary, reason, ", ".join(foreign))
-        words = _others_words(summary, item)
-        if words:
-            return _Verdict(summary, FallbackReason.OTHER_USER, ", ".join(words))
-        speakers = [name.casefold() for name in item.exchange.names]
-        wrong = off_exchange(summary, item.source, item.elsewhere, speakers=speakers)
-        if wrong is not None:
-            return _Verdict(summary, FallbackReason.OFF_EXCHANGE, wrong)
-        # Who said what: names and numbers can all be right and still be given to the wrong speaker.
-        said = check_attribution(summary, exchange_lines(item.exchange.text, item.exchange.context))
-        if said.others_claims:
-            return _Verdict(summary, FallbackReason.OTHER_USER, said.detail())
-        if said.wrong:
-            return _Verdict(summary, FallbackReason.MISATTRIBUTED, said.detail())
-        return _Verdict(summary)
-
     async def _ask(
-        self, items: list[_Item], cfg: ModelConfig, prompt: str | None, *, strict: bool
+        self, items: list[Asked], cfg: ModelConfig, prompt: str | None, *, strict: bool
     ) -> list[str] | None:
         """One call for `items`: their answers in order, or None when the answer cannot be parsed."""
         system = f"{prompt or DEFAULT_SUMMARIZER_PROMPT}\n\n{FORMAT_RULES}"
@@ -403,7 +247,7 @@ class ExchangeSummarizer:
         answer = await self._llm.complete(cfg, messages, max_tokens=max_tokens, retry_timeouts=single)
         return parse_numbered(answer, len(items))
 
-    async def _chunked(self, item: _Item, cfg: ModelConfig, prompt: str | None) -> SummaryResult:
+    async def _chunked(self, item: Asked, cfg: ModelConfig, prompt: str | None) -> SummaryResult:
         """An exchange too long for one call: its chunks summarized, then the summaries summarized."""
         try:
             text = item.source
@@ -426,13 +270,13 @@ class ExchangeSummarizer:
             return self._fallback(item, FallbackReason.UNREACHABLE, exc.reason, cfg)
         if answers is None:
             return self._fallback(item, FallbackReason.UNPARSEABLE, None, cfg)
-        verdict = self._judge(item, answers[0])
+        verdict = judge_answer(item, answers[0])
         if verdict.reason is not None:
             return self._fallback(item, verdict.reason, verdict.detail, cfg)
         return SummaryResult(verdict.summary, cfg.model)
 
     def _fallback(
-        self, item: _Item, reason: FallbackReason, detail: str | None, cfg: ModelConfig | None
+        self, item: Asked, reason: FallbackReason, detail: str | None, cfg: ModelConfig | None
     ) -> SummaryResult:
         if cfg is not None:
             self._log_once(cfg.model, reason, detail)
@@ -471,3 +315,14 @@ def _cut(text: str) -> str:
 def _speaker(line: Quoted) -> str:
     """How a quoted line names who said it (nothing, for context given as plain text)."""
     return f"{line.speaker}: " if line.speaker else ""
+
+
+def _settled(progress: ProgressCallback | None, results: list[SummaryResult]) -> list[SummaryResult]:
+    """`results`, told to `progress` as exchanges settled."""
+    _tell(progress, len(results))
+    return results
+
+
+def _tell(progress: ProgressCallback | None, settled: int) -> None:
+    if progress is not None and settled:
+        progress(settled)

@@ -31,6 +31,8 @@ REFUSED_AS = {
     "rambles": set(),  # cut back to its last whole sentence
     "tags": {"off_exchange"},
     "tells_other": {"invented", "other_user", "off_exchange", "misattributed"},
+    "states_question": {"misattributed"},  # what was asked, stated as a fact
+    "adds_event": {"invented", "off_exchange"},  # an event nobody said, with no name or number
 }
 
 
@@ -60,10 +62,14 @@ async def test_no_memory_is_wrong_whatever_the_answers(
     audit = audit_memories(stored_memories(rows), read_transcript(path, "Sage"), model=MODEL)
     assert audit.findings == [], "\n".join(audit.findings)
     # The wrong answers were seen as wrong, not passed by luck: refused for what they did.
-    assert set(report.formation.fallbacks) - {"not_smaller"} <= REFUSED_AS[mode] | {"unparseable", "cut"}
+    assert set(report.formation.fallbacks) - {"not_smaller"} <= REFUSED_AS[mode] | {"unparseable", "cut"}, (
+        report.formation.fallback_details
+    )
     batches = [r for r in llm_server.requests if len(exchanges_asked(r)) > 1]
     assert batches, "no numbered batch was asked"
-    if REFUSED_AS[mode]:
+    # The two-user channel asks no question: a model stating questions has none to state there.
+    asks = any("?" in line.content for line in read_transcript(path, "Sage").values())
+    if REFUSED_AS[mode] and (asks or mode != "states_question"):
         # The wrong answers were seen as wrong, not passed by luck: each asked again alone, where the
         # model (told strictly) answers right, and its text is used.
         retried = [r for r in llm_server.requests if STRICT_RULE in str(r["messages"][0]["content"])]

@@ -93,7 +93,10 @@ async def test_every_mode_keeps_the_promises_on_the_sample_chats(
         assert report.formation.fallbacks == {"invented": 11}
     if mode in ("faithful", "drops", "malformed"):
         # A summary that was not smaller is stored as the cleaned exchange and credited so (issue 30).
-        assert "openai/test-summarizer" in made and set(report.formation.fallbacks) <= {"not_smaller"}
+        # Dropping "Did" from "Did the ferns survive..." states what Sage asked: refused as such.
+        stated = {"misattributed"} if mode == "drops" else set()
+        assert "openai/test-summarizer" in made
+        assert set(report.formation.fallbacks) <= {"not_smaller", *stated}, report.formation.fallback_details
     # Smaller than what was said, everything kept (no verbatim text in summarized mode).
     assert sum(len(m.content) for m in stored) < sum(m.source_chars for m in stored)
 
