@@ -30,6 +30,7 @@ from bot.cli.terminal import (
     Screen,
     TerminalDelivery,
     ctrl_c_stops,
+    over_discord_bound,
     terminal_settings,
 )
 from bot.cli.user_memories import print_receipt
@@ -152,6 +153,9 @@ class TerminalChat:
         """One turn: the thinking mark at once, the reply as it comes; the work after it goes on."""
         from memory.chat.service import ChatRequest
 
+        if (refused := over_discord_bound(text)) is not None:
+            self.screen.write(f"{refused}\n")
+            return
         request = ChatRequest(
             personality_id=self.personality.id,
             user_id=self.user_id,
@@ -283,6 +287,9 @@ class TerminalChat:
 
         if not text:
             self.screen.write("(/edit TEXT: your last message becomes TEXT and is answered again)\n")
+            return
+        if (refused := over_discord_bound(text)) is not None:
+            self.screen.write(f"{refused}\n")
             return
         if (request := await self._again()) is not None and self.last_reply is not None:
             cfg = self.runtime.models.chat(self.personality)
