@@ -85,6 +85,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# What `warm_up` recalls for: a question of several words, which recall reads all the way.
+WARM_UP_TEXT = "What do you remember about my garden and my dog?"
 # Without a model (nothing to answer with) the prompt is not built; this sizes nothing else.
 NO_MODEL_CONTEXT_WINDOW = 8192
 
@@ -180,6 +182,38 @@ class ChatService:
             conversation_id=conversation_id, message_id=message_id, user_id=user_id
         )
 
+    async def warm_up(
+        self,
+        *,
+        personality_id: int,
+        user_id: str,
+        user_name: str,
+        guild_id: str | None,
+        channel_id: str | None,
+    ) -> None:
+        """A reply's preparation made once before the first message comes, and undone: its statements
+        compiled, the pool's connections opened, the query embedded and the index searched, so that
+        the first reply after a start is as fast as the next. Nothing is kept; a failure is logged."""
+        request = ChatRequest(
+            personality_id, user_id, user_name, guild_id, channel_id, message_id="warm-up", text=WARM_UP_TEXT
+        )
+        # Twice: the first recall keeps the participants' names, which a reply's recall then finds kept.
+        if (first := self._start_recall(request)) is not None:
+            await first
+        recall = self._start_recall(request)
+        try:
+            async with self._sessionmaker() as session, session.begin() as transaction:
+                prepared = await self._store_user_message(session, request)
+                if prepared.cfg is not None:
+                    await self._build_prompt(prepared, recall)
+                    recall = None
+                await transaction.rollback()  # the message stored is taken back
+        except Exception:
+            log.warning("Warming up the reply path failed; the first reply will do it", exc_info=True)
+        finally:
+            if recall is not None:
+                recall.cancel()
+
     # ------------------------------------------------------------------------ before the reply
 
     async def _prepare(self, request: ChatRequest) -> PreparedReply:
@@ -198,28 +232,27 @@ class ChatService:
 
     async def store_user_message(self, request: ChatRequest) -> PreparedReply:
         """Put the message in its conversation's log (once, by its id), counted with the chat model."""
+        async with self._sessionmaker.begin() as session:
+            return await self._store_user_message(session, request)
+
+    async def _store_user_message(self, session: AsyncSession, request: ChatRequest) -> PreparedReply:
         text = strip_chat_template_tokens(request.text)
         venue = Venue(guild_id=request.guild_id, channel_id=request.channel_id, user_id=request.user_id)
-        async with self._sessionmaker.begin() as session:
-            personality = await session.scalar(
-                select(Personality)
-                .where(Personality.id == request.personality_id)
-                .options(selectinload(Personality.chat_llm_config))
-            )
-            if personality is None:
-                raise InvalidInputError(f"No personality with id {request.personality_id}.")
-            cfg = self.models.chat(personality)
-            conversation_id = await ensure_conversation(session, personality.id, venue)
-            message = LoggedMessage(
-                external_id=request.message_id,
-                author_id=request.user_id,
-                author_name=request.user_name,
-                role=MessageRole.USER,
-                content=text,
-                created_at=request.created_at or datetime.now(UTC),
-                token_count=count_with(cfg, [{"role": "user", "content": text}]) if text else 0,
-            )
-            await store_messages(session, conversation_id, [message])
+        personality = await _with_chat_model(session, request.personality_id)
+        if personality is None:
+            raise InvalidInputError(f"No personality with id {request.personality_id}.")
+        cfg = self.models.chat(personality)
+        conversation_id = await ensure_conversation(session, personality.id, venue)
+        message = LoggedMessage(
+            external_id=request.message_id,
+            author_id=request.user_id,
+            author_name=request.user_name,
+            role=MessageRole.USER,
+            content=text,
+            created_at=request.created_at or datetime.now(UTC),
+            token_count=count_with(cfg, [{"role": "user", "content": text}]) if text else 0,
+        )
+        await store_messages(session, conversation_id, [message])
         return PreparedReply(request, personality, conversation_id, cfg)
 
     def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[RecalledMemory]] | None:
@@ -349,3 +382,11 @@ class ChatService:
         venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
         async with self._sessionmaker() as session:
             return await conversation_title(session, personality_id, venue)
+
+
+async def _with_chat_model(session: AsyncSession, personality_id: int) -> Personality | None:
+    return await session.scalar(
+        select(Personality)
+        .where(Personality.id == personality_id)
+        .options(selectinload(Personality.chat_llm_config))
+    )
