@@ -1,5 +1,6 @@
-"""Loading the model client before its first call: litellm's import and the modules its first call
-loads, done where the caller chooses (bot.cli.warm_up: a thread of its own at start)."""
+"""Loading what a first reply would load, before it: litellm's import and the modules its first call
+loads, and the word tables recall reads; done where the caller chooses (bot.cli.warm_up: a thread of
+its own at start)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,11 @@ def warm_up_llm(model: str | None) -> None:
     # What only an async request over the network loads: its service logger, anyio's asyncio backend.
     importlib.import_module("litellm._service_logger")
     importlib.import_module("anyio._backends._asyncio")
+
+
+def warm_up_recall() -> None:
+    """Import wordfreq and read its English table, which recall ranks a question's words by
+    (memory.recall.question): ~0.6-1.3 s of the first reply after a start, on the event loop."""
+    from wordfreq import zipf_frequency
+
+    zipf_frequency("warm", "en")

@@ -30,6 +30,7 @@ from bot.cli.terminal import (
     Screen,
     TerminalDelivery,
     ctrl_c_stops,
+    over_discord_bound,
     terminal_settings,
 )
 from bot.cli.user_memories import print_receipt
@@ -152,6 +153,9 @@ class TerminalChat:
         """One turn: the thinking mark at once, the reply as it comes; the work after it goes on."""
         from memory.chat.service import ChatRequest
 
+        if (refused := over_discord_bound(text)) is not None:
+            self.screen.write(f"{refused}\n")
+            return
         request = ChatRequest(
             personality_id=self.personality.id,
             user_id=self.user_id,
@@ -284,6 +288,9 @@ class TerminalChat:
         if not text:
             self.screen.write("(/edit TEXT: your last message becomes TEXT and is answered again)\n")
             return
+        if (refused := over_discord_bound(text)) is not None:
+            self.screen.write(f"{refused}\n")
+            return
         if (request := await self._again()) is not None and self.last_reply is not None:
             cfg = self.runtime.models.chat(self.personality)
             conversation = self.last_reply[0]
@@ -357,11 +364,21 @@ async def cmd_chat(args: argparse.Namespace, runtime: Runtime) -> None:
     if runtime.models.chat(personality) is None:
         raise CommandError(NO_CHAT_MODEL)
     chat = TerminalChat(runtime, personality, user_id=args.user, user_name=args.name)
-    model_client: ModelClientWarmUp | None = getattr(args, "model_client", None)
-    if model_client is not None:  # loading since the start: the prompt comes when a reply needs no wait
-        await model_client.ready()
     if args.new:
         await chat.start_new()
+    # The prompt comes when a reply needs no wait: the model client loaded since the start, and a
+    # reply's preparation made once meanwhile and undone (ChatService.warm_up).
+    model_client: ModelClientWarmUp | None = getattr(args, "model_client", None)
+    await asyncio.gather(
+        model_client.ready() if model_client is not None else asyncio.sleep(0),
+        runtime.chat.warm_up(
+            personality_id=personality.id,
+            user_id=args.user,
+            user_name=args.name,
+            guild_id=None,
+            channel_id=CHANNEL,
+        ),
+    )
     chat.screen.write(
         f"Chatting with {personality.display_name} as {args.name}. /help lists the chat's commands; "
         f"/quit or Ctrl-D ends. Logs: {chat_log_file(runtime.settings)}\n"

@@ -28,6 +28,20 @@ THINKING = "thinking…"
 REMEMBERED = "(remembered)"
 STOPPED = "(stopped: the reply is kept as far as it went; /continue goes on, /retry answers again)"
 STOPPED_EARLY = "(stopped before the reply began: your message is kept, unanswered)"
+# Discord's own bound on a message, past which its client refuses to send: a message pasted here is
+# held to it too, so no front door takes a 60,000-character message (a prompt cut from its start,
+# seven summarizer calls for its memory, against at most two at this size).
+MAX_MESSAGE_CHARS = 2000
+
+
+def over_discord_bound(text: str) -> str | None:
+    """The line that says a message is over Discord's bound and was not sent; None when it is not."""
+    if (size := len(text.strip())) <= MAX_MESSAGE_CHARS:
+        return None
+    return (
+        f"(not sent: your message is {size:,} characters, and a message is at most "
+        f"{MAX_MESSAGE_CHARS:,}, as on Discord; shorten it or send it in parts)"
+    )
 
 
 def terminal_venue(user_id: str) -> Venue:

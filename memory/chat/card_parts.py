@@ -1,7 +1,8 @@
 """A reply's prompt work on the card, off the event loop with a deadline: scanning a big lorebook and
 fitting its active entries must never hold up the replies of every other user and personality.
 
-ChatService calls these two in place of `CardParts.of` and `build_context` (memory.chat.prompt). Each
+The reply's prompt (memory.chat.reply_prompt) calls these two in place of `CardParts.of`
+(memory.chat.prompt_card) and `build_context` (memory.chat.prompt). Each
 runs in a worker thread; past its deadline the reply goes without the lorebook (logged). The thread is
 not stopped (Python cannot), so the work it may still do is bounded too: at most MAX_ACTIVE_LORE active
 entries reach the prompt, whose lore fitting recounts the system prompt once per entry.
@@ -15,7 +16,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memory.chat.prompt import BuiltContext, CardParts, build_context
+from memory.chat.prompt import BuiltContext, build_context
+from memory.chat.prompt_card import CardParts
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,8 @@
 """Build a chat prompt inside a token budget: system prompt with the personality's lore, who the user is
 (their persona), memories, rolling summary, recent messages, and around them what the character card
-adds (its depth prompt and lore at a depth of the history, its post-history instructions last).
+adds (its depth prompt and lore at a depth of the history, its post-history instructions last). The
+persona's block is memory.chat.prompt_persona's, the card's parts memory.chat.prompt_card's; what goes
+in is read from the conversation by memory.chat.reply_prompt.
 
 Tokens are counted with the chat model's tokenizer (memory.tokens, the one counter), never estimated
 from characters. Each message is counted once on its own; the sum
@@ -12,39 +14,19 @@ prompt is counted once more as a whole and that figure is what the result report
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from memory.chat.prompt_card import CardParts, at_depth, fit_lore, with_lore
+from memory.chat.prompt_persona import PromptPersona, fit_persona
 from memory.formation.cleaning import strip_chat_template_tokens
-from memory.owners.card_prompt import DepthPrompt, card_chat, fill_chat_macros
-from memory.owners.lore import ActiveLore, Position, match_lore, read_lorebook
+from memory.owners.lore import ActiveLore, Position
 from memory.tokens import count_message_tokens, count_tokens, truncate_to_tokens
 
 log = logging.getLogger(__name__)
 
 MEMORY_HEADER = "What you remember about {user} from earlier talks, dated (if two disagree, the newer holds):"
 SUMMARY_HEADER = "Summary of this conversation so far:"
-PERSONA_HEADER = "Who you are talking to, as they describe themselves:"
-OTHERS_HEADER = "Others in this conversation:"
-ELLIPSIS = "…"
-
-
-@dataclass(frozen=True, slots=True)
-class PromptPersona:
-    """A user's persona as the prompt shows it: `speaker` is the name their messages carry here."""
-
-    speaker: str
-    name: str
-    pronouns: str | None = None
-    about: str | None = None
-
-    def introduction(self) -> str:
-        """`Name (pronouns)`, and the name they speak under when it differs."""
-        text = _clean(self.name) + (f" ({_clean(self.pronouns)})" if self.pronouns else "")
-        if _clean(self.speaker) != _clean(self.name):
-            text += f", who writes here as {_clean(self.speaker)}"
-        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,45 +71,6 @@ class ContextBudget:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class CardParts:
-    """What a character card adds to a prompt besides the system prompt, macros already filled."""
-
-    lore: Sequence[ActiveLore] = ()  # active entries, most preferred first (memory.owners.lore)
-    lore_token_budget: int | None = None  # the book's own cap, within the lore share
-    depth_prompt: DepthPrompt | None = None
-    post_history_instructions: str = ""
-
-    @classmethod
-    def of(
-        cls,
-        card: Mapping[str, Any] | None,
-        *,
-        display_name: str,
-        recent: Sequence[str],
-        user: str,
-        default_scan_depth: int,
-    ) -> CardParts:
-        """The parts of a personality's stored card (`personalities.card`) for a reply to `recent`
-        (the conversation's messages, newest last) to `user`: its active lore, depth prompt and
-        post-history instructions, their macros filled."""
-        chat = card_chat(card, display_name)
-        book = read_lorebook(card)
-        note = chat.depth_prompt
-        return cls(
-            lore=match_lore(book, recent, default_scan_depth=default_scan_depth, char=chat.char, user=user),
-            lore_token_budget=book.token_budget,
-            depth_prompt=(
-                DepthPrompt(fill_chat_macros(note.text, char=chat.char, user=user), note.depth, note.role)
-                if note is not None
-                else None
-            ),
-            post_history_instructions=fill_chat_macros(
-                chat.post_history_instructions, char=chat.char, user=user
-            ),
-        )
-
-
 @dataclass(slots=True)
 class BuiltContext:
     messages: list[dict[str, str]]
@@ -161,44 +104,6 @@ def _fit_text(text: str, budget: int, model: str | None, *, keep_end: bool) -> s
     return ""
 
 
-def _clean(text: str | None) -> str:
-    return " ".join(strip_chat_template_tokens(text or "").split())
-
-
-def _persona_block(persona: PromptPersona, others: Sequence[PromptPersona], about: str | None) -> str:
-    block = f"\n\n{PERSONA_HEADER}\n{persona.introduction()}."
-    if about:
-        block += f"\nAbout them: {about}"
-    if others:
-        block += f"\n{OTHERS_HEADER} " + "; ".join(o.introduction() for o in others) + "."
-    return block
-
-
-def _fit_persona(
-    persona: PromptPersona,
-    others: Sequence[PromptPersona],
-    room: int,
-    tokens_added: Callable[[str], int],
-) -> str:
-    """The persona block within `room` tokens: other speakers are left out first (the newest kept),
-    then the "about" text is cut at a word; without room for the name itself, nothing."""
-    full = about = _clean(persona.about)
-    others = list(others)
-    while others and tokens_added(_persona_block(persona, others, about)) > room:
-        others.pop()
-    block = _persona_block(persona, others, about)
-    over = tokens_added(block) - room
-    keep = count_tokens(full)
-    while over > 0 and about:
-        # Cut by what is over (at least a token), then measure again: the cut counts with one tokenizer.
-        keep -= max(1, over)
-        cut = truncate_to_tokens(full, keep) if keep > 0 else ""
-        about = cut + ELLIPSIS if cut else ""
-        block = _persona_block(persona, others, about)
-        over = tokens_added(block) - room
-    return block if over <= 0 else ""
-
-
 def _history_message(message: HistoryMessage, *, name_speakers: bool) -> dict[str, str]:
     content = strip_chat_template_tokens(message.content)
     if message.role == "user" and name_speakers and message.author_name:
@@ -216,66 +121,6 @@ def _card_message(role: str, text: str, room: int, model: str | None) -> dict[st
     if count_message_tokens([message], model) > room:
         message["content"] = _fit_text(text, room, model, keep_end=False)
     return message if message["content"] else None
-
-
-def _with_lore(base: str, entries: Sequence[ActiveLore]) -> str:
-    """The system prompt with the lore placed before and after it, each side by insertion order."""
-
-    def block(position: Position) -> str:
-        placed = sorted(
-            (lore for lore in entries if lore.entry.position is position),
-            key=lambda lore: (lore.entry.insertion_order, lore.entry.number),
-        )
-        return "\n".join(strip_chat_template_tokens(lore.text).strip() for lore in placed)
-
-    return "\n\n".join(part for part in (block(Position.BEFORE), base, block(Position.AFTER)) if part)
-
-
-def _fit_lore(
-    base: str, lore: Sequence[ActiveLore], room: int, count: Callable[[list[dict[str, str]]], int]
-) -> tuple[list[ActiveLore], int]:
-    """The active entries that fit in `room` tokens, taken in their order of preference until one does
-    not (SillyTavern's budget); and the tokens they take."""
-    chosen: list[ActiveLore] = []
-    used = 0
-    system = count([{"role": "system", "content": base}])
-    for entry in lore:
-        if entry.entry.position is Position.DEPTH:
-            cost = count([{"role": entry.entry.role, "content": entry.text}])
-        else:
-            placed = [e for e in chosen if e.entry.position is not Position.DEPTH]
-            with_it = count([{"role": "system", "content": _with_lore(base, [*placed, entry])}])
-            cost = with_it - (
-                count([{"role": "system", "content": _with_lore(base, placed)}]) if placed else system
-            )
-        if used + cost > room:
-            log.debug(
-                "Lore left out, the lore budget (%d tokens) being full: %s",
-                room,
-                ", ".join(f"entry {e.entry.number} ({e.entry.label})" for e in lore[len(chosen) :]),
-            )
-            break
-        chosen.append(entry)
-        used += cost
-    return chosen, used
-
-
-def _at_depth(
-    history: list[dict[str, str]], inserts: Sequence[tuple[int, dict[str, str]]]
-) -> list[dict[str, str]]:
-    """The history with each (depth, message) put `depth` messages before its end (0: after the
-    newest; deeper than the history: before the oldest kept). Messages of one depth and role are one."""
-    merged: dict[tuple[int, str], dict[str, str]] = {}
-    for depth, message in inserts:
-        key = (min(depth, len(history)), message["role"])
-        if key in merged:
-            merged[key] = {**merged[key], "content": merged[key]["content"] + "\n" + message["content"]}
-        else:
-            merged[key] = message
-    placed = list(history)
-    for (depth, _), message in sorted(merged.items(), key=lambda item: item[0][0]):
-        placed.insert(len(placed) - depth - sum(1 for d, _ in merged if d < depth), message)
-    return placed
 
 
 def build_context(
@@ -335,8 +180,8 @@ def build_context(
     outside += count([depth_note]) if depth_note else 0
 
     lore_room = min(budget.lore, card.lore_token_budget or budget.lore, budget.total - base_tokens - outside)
-    lore_used, lore_tokens = _fit_lore(base, card.lore, lore_room, count) if card.lore else ([], 0)
-    system_text = _with_lore(base, [e for e in lore_used if e.entry.position is not Position.DEPTH])
+    lore_used, lore_tokens = fit_lore(base, card.lore, lore_room, count) if card.lore else ([], 0)
+    system_text = with_lore(base, [e for e in lore_used if e.entry.position is not Position.DEPTH])
     inserts = [
         (e.entry.depth, {"role": e.entry.role, "content": e.text})
         for e in lore_used
@@ -357,7 +202,7 @@ def build_context(
 
     if persona is not None and budget.persona > 0:
         defined = system_text
-        block = _fit_persona(
+        block = fit_persona(
             persona,
             others,
             min(budget.persona, budget.total - reserved),
@@ -416,7 +261,7 @@ def build_context(
     kept.reverse()
     sections.append("history")
     history_used = len(kept)
-    kept = _at_depth(kept, inserts)
+    kept = at_depth(kept, inserts)
     if depth_note is not None:
         sections.append("depth prompt")
     if post_history is not None:

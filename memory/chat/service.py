@@ -17,13 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
-from memory.chat.card_parts import build_context_off_loop, card_parts_off_loop
 from memory.chat.missed import MissedMessageLog, MissedPlace, deserves_answer
-from memory.chat.prompt import BuiltContext, ContextBudget, HistoryMessage, PromptPersona
-from memory.chat.recalled import out_of_view, prompt_text
-from memory.chat.refused import not_refused
+from memory.chat.prompt import BuiltContext, ContextBudget
 from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
-from memory.chat.rolling import RollingSummarizer, summary_text
+from memory.chat.reply_prompt import build_reply_prompt
+from memory.chat.rolling import RollingSummarizer
 from memory.chat.routing import Addressee, Route, RoutingDirectory
 from memory.chat.turns import (
     CUT_REPLY,
@@ -55,11 +53,9 @@ from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.pending import AwaitedReplies
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
-from memory.owners.card_prompt import fill_user
 from memory.owners.model_configs import ModelConfigResolver
-from memory.owners.personas import personas_for
 from memory.types import MessageRole
-from models import Message, Persona, Personality
+from models import Personality
 
 if TYPE_CHECKING:  # the memory service pulls in the vector index and embedder
     from memory.service import MemoryService, RecalledMemory
@@ -89,9 +85,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-HISTORY_LIMIT = 80
-# In a shared channel, the personas of this many other recent speakers are named (name and pronouns).
-OTHER_SPEAKERS = 5
+# What `warm_up` recalls for: a question of several words, which recall reads all the way.
+WARM_UP_TEXT = "What do you remember about my garden and my dog?"
 # Without a model (nothing to answer with) the prompt is not built; this sizes nothing else.
 NO_MODEL_CONTEXT_WINDOW = 8192
 
@@ -187,6 +182,38 @@ class ChatService:
             conversation_id=conversation_id, message_id=message_id, user_id=user_id
         )
 
+    async def warm_up(
+        self,
+        *,
+        personality_id: int,
+        user_id: str,
+        user_name: str,
+        guild_id: str | None,
+        channel_id: str | None,
+    ) -> None:
+        """A reply's preparation made once before the first message comes, and undone: its statements
+        compiled, the pool's connections opened, the query embedded and the index searched, so that
+        the first reply after a start is as fast as the next. Nothing is kept; a failure is logged."""
+        request = ChatRequest(
+            personality_id, user_id, user_name, guild_id, channel_id, message_id="warm-up", text=WARM_UP_TEXT
+        )
+        # Twice: the first recall keeps the participants' names, which a reply's recall then finds kept.
+        if (first := self._start_recall(request)) is not None:
+            await first
+        recall = self._start_recall(request)
+        try:
+            async with self._sessionmaker() as session, session.begin() as transaction:
+                prepared = await self._store_user_message(session, request)
+                if prepared.cfg is not None:
+                    await self._build_prompt(prepared, recall)
+                    recall = None
+                await transaction.rollback()  # the message stored is taken back
+        except Exception:
+            log.warning("Warming up the reply path failed; the first reply will do it", exc_info=True)
+        finally:
+            if recall is not None:
+                recall.cancel()
+
     # ------------------------------------------------------------------------ before the reply
 
     async def _prepare(self, request: ChatRequest) -> PreparedReply:
@@ -205,28 +232,27 @@ class ChatService:
 
     async def store_user_message(self, request: ChatRequest) -> PreparedReply:
         """Put the message in its conversation's log (once, by its id), counted with the chat model."""
+        async with self._sessionmaker.begin() as session:
+            return await self._store_user_message(session, request)
+
+    async def _store_user_message(self, session: AsyncSession, request: ChatRequest) -> PreparedReply:
         text = strip_chat_template_tokens(request.text)
         venue = Venue(guild_id=request.guild_id, channel_id=request.channel_id, user_id=request.user_id)
-        async with self._sessionmaker.begin() as session:
-            personality = await session.scalar(
-                select(Personality)
-                .where(Personality.id == request.personality_id)
-                .options(selectinload(Personality.chat_llm_config))
-            )
-            if personality is None:
-                raise InvalidInputError(f"No personality with id {request.personality_id}.")
-            cfg = self.models.chat(personality)
-            conversation_id = await ensure_conversation(session, personality.id, venue)
-            message = LoggedMessage(
-                external_id=request.message_id,
-                author_id=request.user_id,
-                author_name=request.user_name,
-                role=MessageRole.USER,
-                content=text,
-                created_at=request.created_at or datetime.now(UTC),
-                token_count=count_with(cfg, [{"role": "user", "content": text}]) if text else 0,
-            )
-            await store_messages(session, conversation_id, [message])
+        personality = await _with_chat_model(session, request.personality_id)
+        if personality is None:
+            raise InvalidInputError(f"No personality with id {request.personality_id}.")
+        cfg = self.models.chat(personality)
+        conversation_id = await ensure_conversation(session, personality.id, venue)
+        message = LoggedMessage(
+            external_id=request.message_id,
+            author_id=request.user_id,
+            author_name=request.user_name,
+            role=MessageRole.USER,
+            content=text,
+            created_at=request.created_at or datetime.now(UTC),
+            token_count=count_with(cfg, [{"role": "user", "content": text}]) if text else 0,
+        )
+        await store_messages(session, conversation_id, [message])
         return PreparedReply(request, personality, conversation_id, cfg)
 
     def _start_recall(self, request: ChatRequest) -> asyncio.Task[list[RecalledMemory]] | None:
@@ -255,10 +281,8 @@ class ChatService:
     async def _build_prompt(
         self, prepared: PreparedReply, recall: asyncio.Task[list[RecalledMemory]] | None = None
     ) -> BuiltContext:
-        """The prompt for the stored message: system prompt, recalled memories, summary, recent history;
-        the memories it holds are kept in `prepared.memories`."""
+        """The prompt for the stored message within the chat model's budget (memory.chat.reply_prompt)."""
         cfg = prepared.cfg
-        request = prepared.request
         window = self._llm.context_window(cfg) if cfg else NO_MODEL_CONTEXT_WINDOW
         budget = ContextBudget.for_window(
             window,
@@ -268,57 +292,9 @@ class ChatService:
             lore_share=self.lore_context_share,
             reply_tokens=cfg.max_tokens if cfg else 0,
         )
-        async with self._sessionmaker() as session:
-            rows = list(
-                (
-                    await session.scalars(
-                        select(Message)
-                        .where(Message.conversation_id == prepared.conversation_id, not_refused())
-                        .order_by(Message.id.desc())
-                        .limit(HISTORY_LIMIT)
-                    )
-                ).all()
-            )
-            # Someone may have spoken after this message was stored: answer this one, with what came before.
-            while rows and rows[0].external_id != request.message_id:
-                rows.pop(0)
-            summary = await summary_text(session, prepared.conversation_id)
-            others = _other_speakers(rows, request.user_id) if request.guild_id is not None else {}
-            personas = await personas_for(session, [request.user_id, *others], prepared.personality.id)
-        history = [
-            HistoryMessage(
-                role=m.role, content=m.content, author_name=m.author_name, token_count=m.token_count
-            )
-            for m in reversed(rows)
-        ] or [HistoryMessage(role="user", content=request.text, author_name=request.user_name)]
-        memories = out_of_view(await recall if recall is not None else [], [m.external_id for m in rows])
-        answered = personas.get(request.user_id)
-        card = await card_parts_off_loop(  # issue 33: a big lorebook holds no other reply
-            prepared.personality.card,
-            display_name=prepared.personality.display_name,
-            recent=[m.content for m in history],
-            user=(user := answered.name if answered is not None else request.user_name),
-            default_scan_depth=self.lore_scan_depth,
+        return await build_reply_prompt(
+            self._sessionmaker, prepared, recall, budget=budget, lore_scan_depth=self.lore_scan_depth
         )
-        built = await build_context_off_loop(
-            system_prompt=fill_user(prepared.personality.system_prompt, user),  # a card's {{user}}
-            user_name=request.user_name,
-            memories=[prompt_text(m) for m in memories],
-            summary=summary,
-            history=history,
-            budget=budget,
-            model=cfg.model if cfg else None,
-            name_speakers=request.guild_id is not None,
-            # Without a persona of theirs, the model still knows the name they write under.
-            persona=_prompt_persona(personas.get(request.user_id), request.user_name)
-            or PromptPersona(speaker=request.user_name, name=request.user_name),
-            others=[
-                p for i, name in others.items() if (p := _prompt_persona(personas.get(i), name)) is not None
-            ],
-            card=card,
-        )
-        prepared.memories = memories[: built.memories_used]
-        return built
 
     # ------------------------------------------------------------------------ the reply
 
@@ -408,18 +384,9 @@ class ChatService:
             return await conversation_title(session, personality_id, venue)
 
 
-def _other_speakers(rows: Sequence[Message], user_id: str) -> dict[str, str]:
-    """The other users who spoke in `rows` (newest first), most recent first: id -> name they wrote as."""
-    speakers: dict[str, str] = {}
-    for row in rows:
-        if row.role == MessageRole.USER.value and row.author_id != user_id and row.author_id not in speakers:
-            speakers[row.author_id] = row.author_name or "someone"
-            if len(speakers) == OTHER_SPEAKERS:
-                break
-    return speakers
-
-
-def _prompt_persona(persona: Persona | None, speaker: str) -> PromptPersona | None:
-    if persona is None:
-        return None
-    return PromptPersona(speaker=speaker, name=persona.name, pronouns=persona.pronouns, about=persona.about)
+async def _with_chat_model(session: AsyncSession, personality_id: int) -> Personality | None:
+    return await session.scalar(
+        select(Personality)
+        .where(Personality.id == personality_id)
+        .options(selectinload(Personality.chat_llm_config))
+    )

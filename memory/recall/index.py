@@ -53,13 +53,29 @@ class IndexBusyError(UserFacingError):
     """The embedded index directory is held by another process."""
 
     def __init__(self, path: Path, holder: str | None = None) -> None:
-        held_by = f" (pid {holder})" if holder else ""
+        command = _personae_command(holder) if holder else None
+        held_by = f" (pid {holder}: `{command}`)" if command else f" (pid {holder})" if holder else ""
+        # A chat runs the recall and memory commands itself, on the index it holds (bot.cli.in_chat).
+        in_chat = command is not None and command.startswith("personae chat")
+        inside = " (/recall and /memory in that chat)" if in_chat else ""
         super().__init__(
             f"The vector index at {path} is in use by another process{held_by}. The embedded index "
-            "can be opened by one process at a time; set QDRANT_URL to a Qdrant server so that several "
-            "processes can share it."
+            f"can be opened by one process at a time: run the command in that one{inside}, or set "
+            "QDRANT_URL to a Qdrant server so that several processes can share it."
         )
         self.path = path
+
+
+def _personae_command(pid: str) -> str | None:
+    """The `personae ...` command process `pid` runs, as typed; None when it is none or is unknown."""
+    try:
+        words = Path(f"/proc/{int(pid)}/cmdline").read_bytes().decode().split("\0")
+    except (OSError, ValueError):  # gone, not Linux, or no pid
+        return None
+    for at, word in enumerate(words):  # `personae ARGS`, or `python -m bot.cli ARGS`
+        if Path(word).name == "personae" or word == "bot.cli":
+            return " ".join(["personae", *(w for w in words[at + 1 :] if w)])
+    return None
 
 
 class IndexDamagedError(UserFacingError):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.memory.texts import persona_status
-from memory.chat.prompt import ELLIPSIS, PERSONA_HEADER
+from memory.chat.prompt_persona import ELLIPSIS, PERSONA_HEADER
 from memory.tokens import count_message_tokens
 from models import Personality
 from testkit.fake_discord import FakeDiscord

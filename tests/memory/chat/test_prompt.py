@@ -7,14 +7,8 @@ from typing import Any
 
 import pytest
 
-from memory.chat.prompt import (
-    ELLIPSIS,
-    PERSONA_HEADER,
-    ContextBudget,
-    HistoryMessage,
-    PromptPersona,
-    build_context,
-)
+from memory.chat.prompt import ContextBudget, HistoryMessage, build_context
+from memory.chat.prompt_persona import ELLIPSIS, PERSONA_HEADER, PromptPersona
 from memory.tokens import count_message_tokens
 
 MODEL = "openai/gpt-4o-mini"
