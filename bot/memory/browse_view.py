@@ -81,6 +81,11 @@ class BrowseView(discord.ui.View):
         self.picker: discord.ui.Select[BrowseView] | None = None
 
     @property
+    def edit_verb(self) -> str:
+        """What the edit button does, named by its label when that is not the verb (the receipt's Wrong…)."""
+        return "edit" if self.edit_label == "Edit" else f"correct ({self.edit_label})"
+
+    @property
     def chosen(self) -> BrowsedMemory | None:
         return next((m for m in self.memories if m.id == self.selected), None)
 
@@ -105,7 +110,7 @@ class BrowseView(discord.ui.View):
         tail = [self.notice] if self.notice else []
         chosen = self.chosen
         if chosen is None:
-            tail.insert(0, "Pick a memory below to pin, edit or forget it.")
+            tail.insert(0, f"Pick a memory below to pin, {self.edit_verb} or forget it.")
         elif self.confirming:
             number = self.memories.index(chosen) + self.offset + 1
             tail.insert(0, f"Forget memory **{number}**? This cannot be undone.")
