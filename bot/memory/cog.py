@@ -129,7 +129,7 @@ class MemoryCog(
 
     @command(
         "reset",
-        "Clear the conversation summary in this channel",
+        "Clear the conversation summary here, and what you said that is not yet a memory",
         personality="The personality whose conversation here to reset",
     )
     async def reset(self, interaction: Interaction, personality: str | None = None) -> None:
@@ -141,7 +141,9 @@ class MemoryCog(
             if len(bound) != 1:
                 raise InvalidInputError("Name the personality whose conversation here should be reset.")
             p = bound[0]
+        # A pass forming this conversation's memories finishes first (memory.formation.reset).
+        await interaction.response.defer(ephemeral=True, thinking=True)
         removed = await self.runtime.chat.reset_conversation(
             personality_id=p.id, guild_id=venue.guild_id, channel_id=venue.channel_id, user_id=venue.user_id
         )
-        await interaction.response.send_message(texts.conversation_reset(p, removed), ephemeral=True)
+        await interaction.followup.send(texts.conversation_reset(p, removed), ephemeral=True)

@@ -153,7 +153,11 @@ def conversation_reset(p: Personality, removed: int) -> str:
         if removed
         else f"**{p.display_name}** has no conversation summary here; nothing to clear."
     )
-    return text + " Long-term memories are untouched."
+    return text + " " + RESET_PENDING
+
+
+# What a reset does besides the summary (memory.formation.reset), in every reply to one.
+RESET_PENDING = "Anything you said here that is not yet a memory never will be; memories already formed stay."
 
 
 EXPORT_NOTE = (
