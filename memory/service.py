@@ -36,6 +36,7 @@ from memory.formation.sillytavern import parse_sillytavern
 from memory.formation.stats import MemoryStats, ModeStats, fallback_line, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
+from memory.formation.whole_memory import WholeMemory, resolve_memory_id, whole_memory
 from memory.formation.worker import run_worker
 from memory.owners.incognito import IncognitoService, IncognitoSpan
 from memory.owners.model_configs import ModelConfigResolver
@@ -71,6 +72,7 @@ __all__ = [
     "TranscriptLine",
     "UsedMemory",
     "Venue",
+    "WholeMemory",
     "fallback_line",
     "open_transcript",
     "parse_sillytavern",
@@ -290,6 +292,14 @@ class MemoryService:
         """Replace the text of one of the user's memories with their correction, re-embedded and
         re-indexed; what was said stays kept (memory.formation.corrections)."""
         await corrections.correct(self._store, user_id=user_id, memory_id=memory_id, content=content)
+
+    async def memory_id(self, *, user_id: str, text: str) -> uuid.UUID:
+        """The id of the user's memory that `text` names: its id, or a unique prefix of it."""
+        return await resolve_memory_id(self._store, user_id=user_id, text=text)
+
+    async def whole(self, *, user_id: str, memory_id: uuid.UUID) -> WholeMemory:
+        """One of the user's memories, with how it was made and where it came from."""
+        return await whole_memory(self._store, user_id=user_id, memory_id=memory_id)
 
     async def browse(
         self, *, user_id: str, personality_id: int | None = None, offset: int = 0, limit: int = 5
