@@ -8,6 +8,7 @@ that does it."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -346,7 +347,8 @@ class MemoryService:
 
     async def stats(self, *, personality_id: int | None = None, user_id: str | None = None) -> MemoryStats:
         """Live memories of a personality (or all), of one user (or all), by mode and summarizer."""
-        return await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
+        stats = await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
+        return dataclasses.replace(stats, one_exchange_a_call=self._summarizer.pace.singles())
 
     async def delete_personality(
         self, personalities: PersonalityService, name: str, *, actor: str | None
