@@ -4,7 +4,9 @@ call; /memory status says the same."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,13 +57,25 @@ async def test_hybrid_is_a_cost_with_both_texts_counted(
 
 
 async def test_a_model_asked_one_exchange_a_call_is_named(
-    runtime: Any, llm_server: LLMTestServer, capsys: pytest.CaptureFixture[str]
+    runtime: Any, llm_server: LLMTestServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    sage, _ = await runtime.personalities.create("Sage", prompt="You are Sage.", memory_mode="summarized")
+    await runtime.personalities.create("Sage", prompt="You are Sage.", memory_mode="summarized")
     assert "one exchange a call" not in await stats_output(runtime, capsys)
     # One line for any prompt: numbered batches of several exchanges cannot be parsed back.
     llm_server.responder = lambda body: "They talked about goats in Porto."
-    await seed_memories(runtime, sage, USER, exchanges=exchanges(20))  # three batches: 8, 8 and 4
+    transcript = tmp_path / "goats.jsonl"
+    records = [
+        {"id": f"{n}{role[0]}", "role": role, "content": text, "user_id": USER if role == "user" else None}
+        for n, pair in enumerate(exchanges(20))  # three batches: 8, 8 and 4
+        for role, text in zip(("user", "assistant"), pair, strict=True)
+    ]
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    args = build_parser().parse_args(["import", str(transcript), "--personality", "sage"])
+    capsys.readouterr()
+    await args.handler(args, runtime)
+    imported = capsys.readouterr().out
+    assert "memories stored: 20" in imported
+    assert "summarizer openai/test-summarizer is asked one exchange a call" in imported
 
     stats = await runtime.memory.stats()
     assert stats.one_exchange_a_call == ["openai/test-summarizer"]

@@ -143,7 +143,9 @@ def search_results(query: str, found: Sequence[BrowsedMemory]) -> str:
     lines = [f"Your memories matching “{excerpt(query, 60)}”:"]
     for m in found:
         lines.append(f"`{m.id}` {m.occurred_at:%Y-%m-%d}, {m.personality_name}: {excerpt(m.content)}")
-    lines.append("Forget one with `/memory forget memory:<id>`.")
+    lines.append(
+        "See one whole with `/memory show memory:<id>`, forget one with `/memory forget memory:<id>`."
+    )
     return "\n".join(lines)[:DISCORD_LIMIT]
 
 

@@ -20,6 +20,7 @@ MODES = {
 }
 SOURCES_SHOWN = 8
 LABEL_WIDTH = 13  # "personality: ", the longest label
+FACT_CHARS = 300  # of a fact on Discord (a correction's words can be long)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +115,7 @@ def _indented(text: str) -> list[str]:
 def memory_message(w: WholeMemory) -> str:
     """The memory for Discord, within its limit: the facts whole, the texts cut to fit."""
     shown = shown_memory(w)
-    head = "\n".join(f"**{label}:** {value}" for label, value in shown.facts)
+    head = "\n".join(f"**{label}:** {excerpt(value, FACT_CHARS)}" for label, value in shown.facts)
     blocks = [("text", shown.text)]
     if shown.original is not None and shown.original_label is not None:
         blocks.insert(0, (shown.original_label, shown.original))
