@@ -54,12 +54,25 @@ def _sources(w: WholeMemory) -> str:
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def _carries(w: WholeMemory) -> str:
+def _carried(w: WholeMemory) -> str:
     if w.carried_facts:
         return f"{', '.join(w.carried_facts)} (facts its summary dropped, in its text's last lines)"
     if w.summarizer in ("verbatim", "cleaned"):
         return "nothing: no summary dropped anything"
     return "nothing: the summary kept every key fact"
+
+
+def _edited(w: WholeMemory) -> str:
+    if w.edited_at is None:
+        return "no"
+    out = f"; took out {', '.join(w.corrected_out)} (never recalled again)" if w.corrected_out else ""
+    return f"yes, corrected by the user {_at(w.edited_at)}{out}"
+
+
+def _carries(w: WholeMemory) -> str:
+    if w.edited_at is not None:
+        return "nothing: its text is the user's correction"
+    return _carried(w)
 
 
 def shown_memory(w: WholeMemory) -> ShownMemory:
@@ -83,7 +96,7 @@ def shown_memory(w: WholeMemory) -> ShownMemory:
         ("where", conversation),
         ("formed", _at(w.formed_at)),
         ("pinned", "yes: recalled first when relevant" if m.pinned else "no"),
-        ("edited", f"yes, corrected by the user {_at(w.edited_at)}" if w.edited_at else "no"),
+        ("edited", _edited(w)),
     ]
     if w.times_said > 1:
         last = f", last {_at(w.last_said_at)}" if w.last_said_at else ""

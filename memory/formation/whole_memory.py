@@ -22,12 +22,14 @@ from sqlalchemy import ColumnElement, String, cast, select
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.formation.fidelity import extract_key_facts
+from memory.formation.forgotten import CORRECTED_CLAIM
 from memory.formation.stats import FALLBACK_LABELS
 from memory.formation.summarizer import FallbackReason
+from memory.formation.supersession import WrongValues
 from memory.recall.curation import BrowsedMemory, memories_by_id
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, MessageRole
-from models import Conversation, Memory, Message
+from models import Conversation, ForgottenClaim, Memory, Message
 
 # Ids of several memories an ambiguous prefix names, at most, in its error.
 AMBIGUOUS_SHOWN = 5
@@ -66,6 +68,7 @@ class WholeMemory:
     channel_id: str | None
     formed_at: datetime
     edited_at: datetime | None
+    corrected_out: list[str]  # the values the user's correction took out, as they were said
     times_said: int
     last_said_at: datetime | None
     repeat_of: uuid.UUID | None  # the memory of another conversation that it says again
@@ -147,6 +150,12 @@ async def whole_memory(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID
         conversation = (
             await session.get(Conversation, memory.conversation_id) if memory.conversation_id else None
         )
+        wrong = await session.scalar(
+            select(ForgottenClaim.facts["wrong"])
+            .where(ForgottenClaim.memory_id == memory.id, ForgottenClaim.kind == CORRECTED_CLAIM)
+            .order_by(ForgottenClaim.id.desc())
+            .limit(1)
+        )
         messages = (
             await session.scalars(
                 select(Message)
@@ -180,8 +189,17 @@ async def whole_memory(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID
         channel_id=memory.channel_id,
         formed_at=memory.created_at,
         edited_at=memory.edited_at,
+        corrected_out=_taken_out(WrongValues.from_json(wrong), memory.content_verbatim or ""),
         times_said=memory.times_said,
         last_said_at=memory.last_said_at,
         repeat_of=memory.repeat_of,
         indexed=memory.state == MemoryState.INDEXED.value,
     )
+
+
+def _taken_out(wrong: WrongValues | None, said: str) -> list[str]:
+    """The values a correction took out, as written in what was said (stems are all it records)."""
+    if wrong is None:
+        return []
+    words = dict.fromkeys(wrong.words_in(said).split())
+    return [*words, *(n for n in sorted(wrong.numbers) if n not in words)]

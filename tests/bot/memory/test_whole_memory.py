@@ -100,6 +100,8 @@ async def test_pinned_and_corrected_verbatim_memory_keeps_what_was_said(
     shown = await fake_discord.command("memory show", user=ALICE, memory=str(memory_id)[:6])
     facts = dict(discord_facts(shown.text))
     assert facts["pinned"].startswith("yes") and facts["edited"].startswith("yes, corrected by the user")
+    assert "took out Biscuit" in facts["edited"]  # the value the correction took out, as it was said
+    assert facts["carries"] == "nothing: its text is the user's correction"
     assert "**as it was said:**" in shown.text and "My dog is Biscuit." in shown.text
     assert shown.text.rstrip().endswith("My dog is Bramble.")
 
