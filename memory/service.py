@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -39,7 +38,8 @@ from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.formation.whole_memory import WholeMemory, resolve_memory_id, whole_memory
 from memory.formation.worker import run_worker
-from memory.owners.incognito import IncognitoService, IncognitoSpan
+from memory.memory_status import MemoryStatus
+from memory.owners.incognito import IncognitoService
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
@@ -52,8 +52,8 @@ from memory.recall.receipts import ReplyReceipt, UsedMemory
 from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
 from memory.recall.upkeep import DriftReport
-from memory.types import MemoryMode, ModelConfig, ProgressCallback
-from models import Persona, Personality, UserSettings
+from memory.types import MemoryMode, ProgressCallback
+from models import Personality
 
 __all__ = [
     "MAX_CORRECTION_CHARS",
@@ -87,23 +87,6 @@ __all__ = [
 
 # The most matches a search in /memory browse pages through.
 BROWSE_MATCHES = 50
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryStatus:
-    """A user's memory status, with one personality (mode, who set it, summarizer, the conversation
-    here) or with all of them (their general settings)."""
-
-    stats: MemoryStats
-    personality: Personality | None
-    incognito: list[IncognitoSpan]
-    persona: Persona | None
-    general_settings: UserSettings | None = None
-    mode: MemoryMode | None = None  # None: memory off
-    mode_set_by: str = ""
-    summarizer: ModelConfig | None = None
-    conversation_title: str | None = None
-    fresh: bool = False  # replies use none of the user's memories (with this personality, or all)
 
 
 class MemoryService:
