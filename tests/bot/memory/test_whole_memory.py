@@ -154,3 +154,17 @@ async def test_short_ids_are_taken_where_unique_and_refused_in_one_line_where_no
     assert "Forgotten." in capsys.readouterr().out
     left = (await runtime.memory.browse(user_id=str(ALICE), limit=20)).memories
     assert ids[0] not in [str(m.id) for m in left] and len(left) == 16
+
+
+async def test_browse_says_how_the_picked_memory_was_made(
+    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+) -> None:
+    await seed_memories(runtime, sage, str(ALICE), exchanges=(("My dog is Biscuit.", "Lovely."),))
+    memory_id = str(await only_memory(runtime))
+    page = (await fake_discord.command("memory browse", user=ALICE)).reply
+    assert "verbatim" not in page.content  # nothing picked yet
+    await fake_discord.choose(page, [memory_id], user=ALICE)
+    assert page.content.endswith(
+        f"Memory **1**, verbatim: the exchange word for word. `/memory show memory:{memory_id[:8]}` "
+        "shows it whole."
+    )
