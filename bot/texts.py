@@ -27,13 +27,21 @@ def characters(n: int) -> str:
 
 def storage_lines(stats: MemoryStats) -> list[str]:
     """What a personality's (or a user's) memories take: how many, their size, what summaries kept."""
+    change = stats.kept_change_percent
+    if change <= 0:
+        against = f"saving {-change:.0f}% against storing it word for word"
+    else:
+        against = f"costing {change:.0f}% more than storing it word for word"
     lines = [
         f"Memories: {stats.memories}",
-        f"Storage: {characters(stats.stored_chars)} (verbatim would be {characters(stats.source_chars)}, "
-        f"saving {stats.saving_percent:.0f}%)",
+        f"Storage: {characters(stats.kept_chars)} for {characters(stats.source_chars)} said ({against})",
     ]
     if stats.verbatim_chars:
-        lines.append(f"Verbatim kept (hybrid, pinned, corrected): {characters(stats.verbatim_chars)}")
+        lines.append(
+            f"Of which originals kept beside summaries (hybrid, pinned, corrected): "
+            f"{characters(stats.verbatim_chars)}"
+        )
     if failed := stats.fallback_line():
         lines.append(f"Summaries: {failed}")
+    lines.extend(line[0].upper() + line[1:] for line in stats.one_exchange_lines())
     return lines

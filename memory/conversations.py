@@ -1,7 +1,8 @@
 """Conversations and the message log: stored first, idempotently, before anything acts on them, each
 reply linked to the user message it answers, text made storable on the way in, and what a user said
-while incognito marked so it never becomes a memory; and the one reset of a conversation (its rolling
-summary and title; the log and long-term memories stay), and a new conversation in a venue.
+while incognito marked so it never becomes a memory (memory.exclusions); and the one reset of a
+conversation (its rolling summary and title; the log and long-term memories stay), and a new
+conversation in a venue.
 
 A message is known by its id within its conversation. An id the log already holds is that message
 again only if it is one: the same author and role (and, for ids that are only a file's, the same words
@@ -18,29 +19,21 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    ColumnElement,
-    SQLColumnExpression,
-    and_,
-    any_,
     delete,
-    exists,
     func,
-    literal,
-    or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from memory.errors import InvalidInputError
+from memory.exclusions import INCOGNITO as INCOGNITO
+from memory.exclusions import incognito_span_covers as incognito_span_covers
+from memory.exclusions import mark_excluded
 from memory.types import MessageRole
-from models import Conversation, IncognitoSession, Message, Summary
-
-# messages.memory_excluded of a message its author said while incognito.
-INCOGNITO = "incognito"
+from models import Conversation, Message, Summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +188,11 @@ async def store_messages(
     new: dict[str, int] = {external_id: row_id for external_id, row_id in inserted}
     await _link_replies(session, conversation_id, messages, new)
     await _refuse_collisions(session, conversation_id, messages, new, exact=exact)
-    await _mark_excluded(session, conversation_id, messages, new)
+    roles = {m.external_id: m.role for m in messages}
+    added = {role: [i for key, i in new.items() if roles[key] is role] for role in MessageRole}
+    await mark_excluded(
+        session, conversation_id, users=added[MessageRole.USER], replies=added[MessageRole.ASSISTANT]
+    )
     return len(new)
 
 
@@ -256,53 +253,6 @@ async def _refuse_collisions(
         else:
             continue
         raise MessageIdCollision(message.external_id, index, reason)
-
-
-def incognito_span_covers(at: SQLColumnExpression[datetime] | datetime) -> ColumnElement[bool]:
-    """An `incognito_sessions` row whose span covers the time `at`: from its start to the earlier of
-    its ends_at and ended_at (with neither, it is still on)."""
-    end = func.least(IncognitoSession.ends_at, IncognitoSession.ended_at)  # NULLs are ignored
-    return and_(IncognitoSession.started_at <= at, or_(end.is_(None), end > at))
-
-
-async def _mark_excluded(
-    session: AsyncSession, conversation_id: int, messages: Sequence[LoggedMessage], new: dict[str, int]
-) -> None:
-    """Mark the new user messages said incognito, then the new replies to any excluded message; one
-    set-based UPDATE each (by the new rows' ids), however many messages came in."""
-    roles = {m.external_id: m.role for m in messages}
-    users = [row_id for external_id, row_id in new.items() if roles[external_id] is MessageRole.USER]
-    replies = [row_id for external_id, row_id in new.items() if roles[external_id] is MessageRole.ASSISTANT]
-    if users:
-        personality = select(Conversation.personality_id).where(Conversation.id == conversation_id)
-        await session.execute(
-            update(Message)
-            .where(
-                Message.id == any_(literal(users, ARRAY(BigInteger))),
-                Message.memory_excluded.is_(None),
-                exists().where(
-                    IncognitoSession.user_id == Message.author_id,
-                    or_(
-                        IncognitoSession.personality_id.is_(None),
-                        IncognitoSession.personality_id == personality.scalar_subquery(),
-                    ),
-                    incognito_span_covers(Message.created_at),
-                ),
-            )
-            .values(memory_excluded=INCOGNITO)
-        )
-    if replies:
-        answered = aliased(Message)
-        await session.execute(
-            update(Message)
-            .where(
-                Message.id == any_(literal(replies, ARRAY(BigInteger))),
-                Message.memory_excluded.is_(None),
-                answered.id == Message.reply_to_id,
-                answered.memory_excluded.is_not(None),
-            )
-            .values(memory_excluded=answered.memory_excluded)
-        )
 
 
 async def _link_replies(

@@ -8,9 +8,9 @@ that does it."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -36,8 +36,10 @@ from memory.formation.sillytavern import parse_sillytavern
 from memory.formation.stats import MemoryStats, ModeStats, fallback_line, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
+from memory.formation.whole_memory import WholeMemory, resolve_memory_id, whole_memory
 from memory.formation.worker import run_worker
-from memory.owners.incognito import IncognitoService, IncognitoSpan
+from memory.memory_status import MemoryStatus
+from memory.owners.incognito import IncognitoService
 from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
@@ -50,8 +52,8 @@ from memory.recall.receipts import ReplyReceipt, UsedMemory
 from memory.recall.search import RecalledMemory, recall
 from memory.recall.store import MemoryStore
 from memory.recall.upkeep import DriftReport
-from memory.types import MemoryMode, ModelConfig, ProgressCallback
-from models import Persona, Personality, UserSettings
+from memory.types import MemoryMode, ProgressCallback
+from models import Personality
 
 __all__ = [
     "MAX_CORRECTION_CHARS",
@@ -71,6 +73,7 @@ __all__ = [
     "TranscriptLine",
     "UsedMemory",
     "Venue",
+    "WholeMemory",
     "fallback_line",
     "open_transcript",
     "parse_sillytavern",
@@ -84,23 +87,6 @@ __all__ = [
 
 # The most matches a search in /memory browse pages through.
 BROWSE_MATCHES = 50
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryStatus:
-    """A user's memory status, with one personality (mode, who set it, summarizer, the conversation
-    here) or with all of them (their general settings)."""
-
-    stats: MemoryStats
-    personality: Personality | None
-    incognito: list[IncognitoSpan]
-    persona: Persona | None
-    general_settings: UserSettings | None = None
-    mode: MemoryMode | None = None  # None: memory off
-    mode_set_by: str = ""
-    summarizer: ModelConfig | None = None
-    conversation_title: str | None = None
-    fresh: bool = False  # replies use none of the user's memories (with this personality, or all)
 
 
 class MemoryService:
@@ -291,6 +277,14 @@ class MemoryService:
         re-indexed; what was said stays kept (memory.formation.corrections)."""
         await corrections.correct(self._store, user_id=user_id, memory_id=memory_id, content=content)
 
+    async def memory_id(self, *, user_id: str, text: str) -> uuid.UUID:
+        """The id of the user's memory that `text` names: its id, or a unique prefix of it."""
+        return await resolve_memory_id(self._store, user_id=user_id, text=text)
+
+    async def whole(self, *, user_id: str, memory_id: uuid.UUID) -> WholeMemory:
+        """One of the user's memories, with how it was made and where it came from."""
+        return await whole_memory(self._store, user_id=user_id, memory_id=memory_id)
+
     async def browse(
         self, *, user_id: str, personality_id: int | None = None, offset: int = 0, limit: int = 5
     ) -> MemoryPage:
@@ -336,7 +330,8 @@ class MemoryService:
 
     async def stats(self, *, personality_id: int | None = None, user_id: str | None = None) -> MemoryStats:
         """Live memories of a personality (or all), of one user (or all), by mode and summarizer."""
-        return await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
+        stats = await memory_stats(self._store, personality_id=personality_id, user_id=user_id)
+        return dataclasses.replace(stats, one_exchange_a_call=self._summarizer.pace.singles())
 
     async def delete_personality(
         self, personalities: PersonalityService, name: str, *, actor: str | None

@@ -254,7 +254,10 @@ class TerminalChat:
         removed = await self.runtime.chat.reset_conversation(
             personality_id=self.personality.id, guild_id=None, channel_id=CHANNEL, user_id=self.user_id
         )
-        self.screen.write(f"(conversation summary cleared: {removed} rows; long-term memories stay)\n")
+        self.screen.write(
+            f"(conversation summary cleared: {removed} rows; what you said that is not yet a memory "
+            "never will be; memories already formed stay)\n"
+        )
 
     async def new(self, _: str) -> None:
         await self.start_new()

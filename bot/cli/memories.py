@@ -237,6 +237,10 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
         print(f"not remembered:  {f.skipped} exchanges (memory is off for their user or the personality)")
     if failed := fallback_line(f.fallbacks, f.memories, f.fallback_details):
         print(failed)
+    # Known to this process only: said here, where the import asked the model.
+    stats = await runtime.memory.stats(personality_id=personality.id if personality is not None else None)
+    for pace in stats.one_exchange_lines():
+        print(pace)
 
 
 def recalled_json(query: str, memories: list[RecalledMemory]) -> str:

@@ -25,6 +25,10 @@ DURATIONS: dict[str, timedelta | None] = {
     "until-off": None,
 }
 MEMORY_STATE = {None: "inherited", True: "on", False: "off"}
+# What a reset does besides the summary (memory.formation.reset).
+RESET_PENDING = (
+    "Anything they said there that is not yet a memory never will be; memories already formed stay."
+)
 
 
 def add_commands(memory: Subcommands) -> None:
@@ -68,9 +72,10 @@ def add_commands(memory: Subcommands) -> None:
 
     reset = memory.add_parser(
         "reset",
-        help="clear a conversation's rolling summary (long-term memories stay)",
-        description="Clear the rolling summary of a personality's conversation with the user: the "
-        "terminal chat's, or a Discord channel's with --guild and --channel.",
+        help="clear a conversation's rolling summary and what is not yet remembered of it (memories stay)",
+        description="Clear the rolling summary of a personality's conversation with the user (the "
+        "terminal chat's, or a Discord channel's with --guild and --channel), and cancel what the user "
+        "said there that is not yet a memory. Memories already formed stay.",
     )
     reset.add_argument("--user", required=True, help=USER_HELP)
     reset.add_argument("--personality", required=True, help="the personality whose conversation to reset")
@@ -221,4 +226,4 @@ async def cmd_memory_reset(args: argparse.Namespace, runtime: Runtime) -> None:
         if removed
         else f"{p.display_name} has no conversation summary with user {user} {where}; nothing to clear."
     )
-    print(done, "Long-term memories are untouched.")
+    print(done, RESET_PENDING)

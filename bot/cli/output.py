@@ -193,22 +193,40 @@ def print_table(columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[str]
         print(" ".join(f"{cell:<{width}}" for cell, width in zip(cells, widths, strict=True)))
 
 
+# What the columns of `memory stats` count, printed under them.
+STATS_LEGEND = """\
+characters: SAID the exchanges as said; TEXT what recall searches (summary and carried facts);
+  ORIGINALS the exchange kept beside it (hybrid; pinned or corrected memories); KEPT both;
+  VS SAID: KEPT against SAID (minus: saved, plus: a cost)
+CARRYING: memories whose summary dropped a name, number or date, carried in their text's last lines"""
+
+
 def print_stats(stats: MemoryStats) -> None:
-    """Memories by mode and summarizer with the characters they store, then the work still pending."""
+    """Memories by mode and summarizer with the characters they keep, then the work still pending."""
     print(
-        f"{'MODE':<11} {'SUMMARIZER':<24} {'MEMORIES':>8} {'VERBATIM CHARS':>14} {'STORED CHARS':>12} "
-        f"{'SAVING':>7} {'CARRYING':>8} {'VERBATIM KEPT':>13}"
+        f"{'MODE':<11} {'SUMMARIZER':<24} {'MEMORIES':>8} {'SAID':>10} {'TEXT':>10} {'ORIGINALS':>10} "
+        f"{'KEPT':>10} {'VS SAID':>8} {'CARRYING':>8}"
     )
     for row in stats.rows:
         print(
-            f"{row.mode:<11} {row.summarizer[:24]:<24} {row.memories:>8} {row.source_chars:>14,} "
-            f"{row.stored_chars:>12,} {row.saving_percent:>6.1f}% {row.fidelity_misses:>8} "
-            f"{row.verbatim_chars:>13,}"
+            f"{row.mode:<11} {row.summarizer[:24]:<24} {row.memories:>8} {row.source_chars:>10,} "
+            f"{row.stored_chars:>10,} {row.verbatim_chars:>10,} {row.kept_chars:>10,} "
+            f"{row.kept_change_percent:>+7.0f}% {row.fidelity_misses:>8}"
         )
     print(
-        f"{'total':<36} {stats.memories:>8} {stats.source_chars:>14,} {stats.stored_chars:>12,} "
-        f"{stats.saving_percent:>6.1f}% {'':>8} {stats.verbatim_chars:>13,}"
+        f"{'total':<36} {stats.memories:>8} {stats.source_chars:>10,} {stats.stored_chars:>10,} "
+        f"{stats.verbatim_chars:>10,} {stats.kept_chars:>10,} {stats.kept_change_percent:>+7.0f}%"
     )
+    if stats.rows:
+        print(STATS_LEGEND)
+    for row in stats.rows:
+        if row.mode == "hybrid" and row.kept_chars > row.source_chars:
+            print(
+                f"hybrid ({row.summarizer}) costs {row.kept_change_percent:.0f}% more than storing word for "
+                "word: it keeps the summary and the original"
+            )
+    for line in stats.one_exchange_lines():
+        print(line)
     if failed := stats.fallback_line():
         print(failed)
     print(

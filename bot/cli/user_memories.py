@@ -5,6 +5,7 @@ rules: every command names the user, and reads or changes only that user's memor
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
 
 USER_HELP = "whose memories: their Discord user id (a user only ever sees their own)"
 SCOPE_HELP = "only this personality's memories (default: every personality's)"
-ID_HELP = "the memory's id, as `personae memory list` or `search` shows it"
+ID_HELP = "the memory's id, as `personae memory list` or `search` shows it, or its first characters"
 TEXT_SHOWN = 70  # characters of a memory on a listing's line
+ID_TEXT = re.compile(r"[0-9a-fA-F-]{1,36}")  # an id, or its first characters
 
 
 def add_commands(memory: Subcommands) -> None:
@@ -38,7 +40,13 @@ def add_commands(memory: Subcommands) -> None:
     search.add_argument("--limit", type=int, default=10, help="memories shown, 1 to 50 (default 10)")
     search.set_defaults(handler=cmd_memory_search, with_memory=True, embeds=True)
 
-    show = memory.add_parser("show", help="one memory, whole")
+    show = memory.add_parser(
+        "show",
+        help="one memory, whole: how it was made, what it keeps, where it came from",
+        description="One memory, whole: its text, how it was made (verbatim, cleaned, summarized by which "
+        "model, or extractive and why), the key facts it keeps and those it carries, the messages and "
+        "conversation it came from, the original a hybrid memory keeps, pinned, edited.",
+    )
     show.add_argument("id", help=ID_HELP)
     _user_options(show, scope=False)
     show.set_defaults(handler=cmd_memory_show, index_when_used=True)
@@ -103,11 +111,18 @@ async def _scope(core: Core, args: argparse.Namespace) -> tuple[str, Personality
     return user, (await core.personalities.get(name) if name else None)
 
 
-def _memory_id(text: str) -> uuid.UUID:
+async def _memory_id(runtime: Runtime, user: str, text: str) -> uuid.UUID:
+    """The user's memory that `text` names: its id, or a unique prefix of it (as git takes commits)."""
+    from memory.errors import NotFoundError
+
+    if not ID_TEXT.fullmatch(text.strip()):
+        raise CommandError(f"{text!r} is not a memory id; `personae memory list` shows them")
     try:
-        return uuid.UUID(text.strip())
-    except ValueError:
-        raise CommandError(f"{text!r} is not a memory id; `personae memory list` shows them") from None
+        return await runtime.memory.memory_id(user_id=user, text=text)
+    except NotFoundError:
+        whole = len(text.strip()) == len(str(uuid.UUID(int=0)))
+        named = f"with id {text.strip()}" if whole else f"whose id starts with {text.strip()}"
+        raise CommandError(f"User {user} has no memory {named}") from None
 
 
 def _limit(value: int, most: int) -> int:
@@ -177,26 +192,18 @@ async def cmd_memory_search(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_memory_show(args: argparse.Namespace, runtime: Runtime) -> None:
+    from bot.memory.whole import memory_lines
+
     user, _ = await _scope(runtime, args)
-    memory_id = _memory_id(args.id)
-    found = await runtime.memory.browsed(user_id=user, ids=[memory_id])
-    if not found:
-        raise CommandError(f"User {user} has no memory with id {memory_id}")
-    m = found[0]
-    print(f"id:          {m.id}")
-    print(f"personality: {m.personality_name}")
-    print(f"said:        {m.occurred_at:%Y-%m-%d %H:%M} UTC")
-    print(f"pinned:      {'yes' if m.pinned else 'no'}")
-    print(f"edited:      {'yes, corrected by the user' if m.edited else 'no'}")
-    print(f"superseded:  {m.superseded.describe().removeprefix('superseded ') if m.superseded else 'no'}")
-    print(m.content)
+    whole = await runtime.memory.whole(user_id=user, memory_id=await _memory_id(runtime, user, args.id))
+    print("\n".join(memory_lines(whole)))
 
 
 async def cmd_memory_forget(args: argparse.Namespace, runtime: Runtime) -> None:
     user, p = await _scope(runtime, args)
     memory = runtime.memory
     if args.id.strip().lower() != "all":
-        memory_id = _memory_id(args.id)
+        memory_id = await _memory_id(runtime, user, args.id)
         if not await memory.forget(user_id=user, personality_id=p.id if p else None, memory_ids=[memory_id]):
             raise CommandError(f"User {user} has no memory with id {memory_id}")
         print("Forgotten. It will not come back in recall.")
@@ -217,7 +224,7 @@ async def cmd_memory_pin(args: argparse.Namespace, runtime: Runtime) -> None:
     from memory.errors import NotFoundError
 
     user, _ = await _scope(runtime, args)
-    memory_id = _memory_id(args.id)
+    memory_id = await _memory_id(runtime, user, args.id)
     try:
         await runtime.memory.set_pinned(user_id=user, memory_id=memory_id, pinned=not args.unpin)
     except NotFoundError:
@@ -229,7 +236,7 @@ async def cmd_memory_correct(args: argparse.Namespace, runtime: Runtime) -> None
     from memory.errors import NotFoundError
 
     user, _ = await _scope(runtime, args)
-    memory_id = _memory_id(args.id)
+    memory_id = await _memory_id(runtime, user, args.id)
     try:
         await runtime.memory.correct(user_id=user, memory_id=memory_id, content=args.text)
     except NotFoundError:

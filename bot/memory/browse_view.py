@@ -16,6 +16,7 @@ import discord
 from bot.interactions import report_error
 from bot.messages import DISCORD_LIMIT
 from bot.texts import excerpt
+from memory.errors import NotFoundError
 from memory.service import MAX_CORRECTION_CHARS
 
 if TYPE_CHECKING:
@@ -79,6 +80,12 @@ class BrowseView(discord.ui.View):
         self.confirming = False
         self.notice = ""
         self.picker: discord.ui.Select[BrowseView] | None = None
+        self.made = ""  # how the picked memory was made (memory.service.WholeMemory.how_made)
+
+    @property
+    def edit_verb(self) -> str:
+        """What the edit button does, named by its label when that is not the verb (the receipt's Wrong…)."""
+        return "edit" if self.edit_label == "Edit" else f"correct ({self.edit_label})"
 
     @property
     def chosen(self) -> BrowsedMemory | None:
@@ -92,7 +99,18 @@ class BrowseView(discord.ui.View):
             self.memories, self.total = await self.listing.page(self.offset)
         if self.chosen is None:
             self.selected, self.confirming = None, False
+        self.made = await self._how_made(self.chosen)
         self._build()
+
+    async def _how_made(self, chosen: BrowsedMemory | None) -> str:
+        """How the picked memory was made, in a few words ("" when none is picked, or it is gone)."""
+        if chosen is None:
+            return ""
+        try:
+            whole = await self.listing.memory.whole(user_id=self.listing.user_id, memory_id=chosen.id)
+        except NotFoundError:  # forgotten meanwhile, elsewhere
+            return ""
+        return whole.how_made
 
     def content(self) -> str:
         if not self.memories:
@@ -105,10 +123,14 @@ class BrowseView(discord.ui.View):
         tail = [self.notice] if self.notice else []
         chosen = self.chosen
         if chosen is None:
-            tail.insert(0, "Pick a memory below to pin, edit or forget it.")
+            tail.insert(0, f"Pick a memory below to pin, {self.edit_verb} or forget it.")
         elif self.confirming:
             number = self.memories.index(chosen) + self.offset + 1
             tail.insert(0, f"Forget memory **{number}**? This cannot be undone.")
+        elif self.made:
+            number = self.memories.index(chosen) + self.offset + 1
+            whole = f"`/memory show memory:{str(chosen.id)[:8]}` shows it whole."
+            tail.insert(0, f"Memory **{number}**, {self.made}. {whole}")
         # The memories share what the title and the tail leave of Discord's limit.
         room = (DISCORD_LIMIT - len("\n".join([title, *tail]))) // len(self.memories) - 1
         notes = self.listing.notes

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import uuid
 from typing import TYPE_CHECKING
 
 import discord
@@ -16,6 +15,7 @@ from bot.memory.browse import BrowseCommands, SearchQuery
 from bot.memory.incognito import IncognitoCommands
 from bot.memory.receipt import RECEIPT_EVENT, ReceiptButton, show_receipt
 from bot.memory.status import StatusCommands, confirm_forget, id_of
+from bot.memory.whole import memory_message
 from bot.slash_commands import command
 from memory.errors import InvalidInputError, NotFoundError
 
@@ -23,16 +23,6 @@ if TYPE_CHECKING:
     from bot.client import PersonaeBot
 
 SEARCH_LIMIT = 5
-
-
-def memory_id_of(option: str) -> uuid.UUID:
-    """The `memory` option of /memory forget as a memory id (ids come from /memory search)."""
-    try:
-        return uuid.UUID(option.strip())
-    except ValueError:
-        raise InvalidInputError(
-            f"{option!r} is not a memory id; `/memory search` shows ids, or use 'all'."
-        ) from None
 
 
 class MemoryCog(
@@ -46,7 +36,7 @@ class MemoryCog(
     """Thin commands over MemoryService, UserSettingsService, IncognitoService and ChatService; every
     reply is private. Its parts, in the order they are published: status, settings and fresh
     (status.py), incognito (incognito.py), browse (browse.py), then search,
-    forget, export and reset (here)."""
+    forget, show, export and reset (here)."""
 
     def __init__(self, bot: PersonaeBot) -> None:
         self.bot = bot
@@ -84,7 +74,7 @@ class MemoryCog(
     @command(
         "forget",
         "Delete one of your memories, or all of them",
-        memory="A memory id from /memory search, or 'all'",
+        memory="A memory id from /memory search (its first characters will do), or 'all'",
         personality="Only this personality's memories (with 'all')",
     )
     async def forget(
@@ -93,10 +83,10 @@ class MemoryCog(
         uid = user_id_of(interaction)
         p = await self._personality(personality)
         if memory.strip().lower() != "all":
-            ids = [memory_id_of(memory)]
             await interaction.response.defer(ephemeral=True, thinking=True)
+            ids = [await self.runtime.memory.memory_id(user_id=uid, text=memory)]
             if not await self.runtime.memory.forget(user_id=uid, personality_id=id_of(p), memory_ids=ids):
-                raise NotFoundError(f"You have no memory with id {ids[0]}.")
+                raise NotFoundError(f"You have no memory with id {ids[0]} {texts.scope_of(p)}.")
             await interaction.followup.send("Forgotten. It will not come back in recall.", ephemeral=True)
             return
         existing = (await self.runtime.memory.stats(personality_id=id_of(p), user_id=uid)).memories
@@ -111,6 +101,18 @@ class MemoryCog(
             ),
             ephemeral=True,
         )
+
+    @command(
+        "show",
+        "One of your memories, whole: how it was made, what it keeps, where it came from",
+        memory="A memory id from /memory search or browse (its first characters will do)",
+    )
+    async def show(self, interaction: Interaction, memory: app_commands.Range[str, 1, 64]) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        uid = user_id_of(interaction)
+        memory_id = await self.runtime.memory.memory_id(user_id=uid, text=memory)
+        whole = await self.runtime.memory.whole(user_id=uid, memory_id=memory_id)
+        await interaction.followup.send(memory_message(whole), ephemeral=True)
 
     @command(
         "export", "Download your memories as a JSONL file", personality="Only this personality's memories"
@@ -129,7 +131,7 @@ class MemoryCog(
 
     @command(
         "reset",
-        "Clear the conversation summary in this channel",
+        "Clear the conversation summary here, and what you said that is not yet a memory",
         personality="The personality whose conversation here to reset",
     )
     async def reset(self, interaction: Interaction, personality: str | None = None) -> None:
@@ -141,7 +143,9 @@ class MemoryCog(
             if len(bound) != 1:
                 raise InvalidInputError("Name the personality whose conversation here should be reset.")
             p = bound[0]
+        # A pass forming this conversation's memories finishes first (memory.formation.reset).
+        await interaction.response.defer(ephemeral=True, thinking=True)
         removed = await self.runtime.chat.reset_conversation(
             personality_id=p.id, guild_id=venue.guild_id, channel_id=venue.channel_id, user_id=venue.user_id
         )
-        await interaction.response.send_message(texts.conversation_reset(p, removed), ephemeral=True)
+        await interaction.followup.send(texts.conversation_reset(p, removed), ephemeral=True)

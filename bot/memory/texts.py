@@ -143,7 +143,9 @@ def search_results(query: str, found: Sequence[BrowsedMemory]) -> str:
     lines = [f"Your memories matching “{excerpt(query, 60)}”:"]
     for m in found:
         lines.append(f"`{m.id}` {m.occurred_at:%Y-%m-%d}, {m.personality_name}: {excerpt(m.content)}")
-    lines.append("Forget one with `/memory forget memory:<id>`.")
+    lines.append(
+        "See one whole with `/memory show memory:<id>`, forget one with `/memory forget memory:<id>`."
+    )
     return "\n".join(lines)[:DISCORD_LIMIT]
 
 
@@ -153,7 +155,11 @@ def conversation_reset(p: Personality, removed: int) -> str:
         if removed
         else f"**{p.display_name}** has no conversation summary here; nothing to clear."
     )
-    return text + " Long-term memories are untouched."
+    return text + " " + RESET_PENDING
+
+
+# What a reset does besides the summary (memory.formation.reset), in every reply to one.
+RESET_PENDING = "Anything you said here that is not yet a memory never will be; memories already formed stay."
 
 
 EXPORT_NOTE = (

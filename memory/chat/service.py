@@ -48,10 +48,10 @@ from memory.conversations import (
     set_conversation_aside,
     store_messages,
 )
-from memory.conversations import reset_conversation as reset_stored_conversation
 from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.pending import AwaitedReplies
+from memory.formation.reset import reset_conversation as reset_stored_conversation
 from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
 from memory.owners.model_configs import ModelConfigResolver
 from memory.types import MessageRole
@@ -362,7 +362,7 @@ class ChatService:
     async def reset_conversation(
         self, *, personality_id: int, guild_id: str | None, channel_id: str | None, user_id: str
     ) -> int:
-        """Clear the conversation's rolling summary and title (long-term memories stay); rows removed."""
+        """Reset the conversation: summary, title, the user's pending memories (memory.formation.reset)."""
         venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
         async with self._sessionmaker.begin() as session:
             return await reset_stored_conversation(session, personality_id, venue)

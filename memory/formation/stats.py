@@ -52,6 +52,16 @@ class ModeStats:
     def saving_percent(self) -> float:
         return _saving(self.source_chars, self.stored_chars)
 
+    @property
+    def kept_chars(self) -> int:
+        """Every text kept: the memory's own, and the original beside it (hybrid's cost)."""
+        return self.stored_chars + self.verbatim_chars
+
+    @property
+    def kept_change_percent(self) -> float:
+        """What is kept against the exchanges as said: negative saves, positive costs (hybrid)."""
+        return -_saving(self.source_chars, self.kept_chars)
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryStats:
@@ -60,6 +70,8 @@ class MemoryStats:
     unindexed_memories: int
     set_aside_memories: int = 0  # could not be indexed (memory.recall.store.set_aside)
     fallbacks: dict[str, int] = field(default_factory=dict)  # extractive summaries by reason
+    # Summarizer models this process now asks one exchange a call (memory.formation.pace).
+    one_exchange_a_call: list[str] = field(default_factory=list)
 
     @property
     def memories(self) -> int:
@@ -80,6 +92,22 @@ class MemoryStats:
     @property
     def saving_percent(self) -> float:
         return _saving(self.source_chars, self.stored_chars)
+
+    @property
+    def kept_chars(self) -> int:
+        return self.stored_chars + self.verbatim_chars
+
+    @property
+    def kept_change_percent(self) -> float:
+        return -_saving(self.source_chars, self.kept_chars)
+
+    def one_exchange_lines(self) -> list[str]:
+        """A line per summarizer model asked one exchange a call, and why."""
+        return [
+            f"summarizer {model} is asked one exchange a call: its answers to numbered batches could not "
+            "be parsed (more calls, the same memories)"
+            for model in self.one_exchange_a_call
+        ]
 
     def fallback_line(self) -> str | None:
         """The extractive summaries by reason in one line (None when the model made every summary)."""

@@ -92,7 +92,7 @@ class ExchangeSummarizer:
         self._min_tokens = min_tokens
         self._input_tokens = input_tokens
         self._batch_exchanges = max(1, batch_exchanges)
-        self._pace = BatchPace()
+        self.pace = BatchPace()  # public: stats name the models it asks one exchange a call
         self._logged: dict[tuple[str, FallbackReason], float] = {}
 
     async def summarize(
@@ -124,7 +124,7 @@ class ExchangeSummarizer:
         size = 0
         for index, item in enumerate(items):
             # An exchange too long for one call goes alone (in chunks); so does the one after it.
-            full = not batches or len(batches[-1]) >= self._pace.batch_size(cfg, self._batch_exchanges)
+            full = not batches or len(batches[-1]) >= self.pace.batch_size(cfg, self._batch_exchanges)
             if full or size + item.tokens > self._input_tokens:
                 batches.append([index])
                 size = item.tokens
@@ -177,7 +177,7 @@ class ExchangeSummarizer:
             detail = exc.reason if named else f"{exc.reason}; raise LLM_TIMEOUT for a slow model"
             return _settled(progress, [self._fallback(item, reason, detail, cfg) for item in items])
         if len(items) > 1:
-            self._pace.batch_answered(cfg, parsed=answers is not None)
+            self.pace.batch_answered(cfg, parsed=answers is not None)
         if answers is None:
             if len(items) == 1:
                 return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])

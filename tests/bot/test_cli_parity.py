@@ -45,7 +45,6 @@ CLI_ONLY = {
     "chat": "the terminal's own conversation (on Discord, one talks in a channel)",
     "demo": "sample personalities for a first look at the terminal",
     "memory stats": "the storage report across users; a user's own is in /memory status",
-    "memory show": "one memory whole; Discord shows it in /memory browse's view",
     "memory pin": "a button of /memory browse's view",
     "memory correct": "the edit button of /memory browse's view",
     "memory used": "the 🧠 button under a reply",

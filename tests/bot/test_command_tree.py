@@ -14,7 +14,18 @@ from testkit.fake_discord import APP_ID, TOKEN, FakeDiscord
 NAME = re.compile(r"^[-_\w]{1,32}$")
 # Each group's subcommands in the order they are published.
 ORDER = {
-    "memory": ["status", "settings", "fresh", "incognito", "browse", "search", "forget", "export", "reset"],
+    "memory": [
+        "status",
+        "settings",
+        "fresh",
+        "incognito",
+        "browse",
+        "search",
+        "forget",
+        "show",
+        "export",
+        "reset",
+    ],
     "persona": ["set", "show", "clear"],
     "personality": [
         "create",
