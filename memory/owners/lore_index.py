@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import marshal
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
@@ -90,17 +91,21 @@ class KeptBooks:
     def __init__(self, size: int = KEPT_BOOKS) -> None:
         self._size = size
         self._kept: list[tuple[int, Mapping[str, Any], Any]] = []  # most recently used first
+        self._lock = threading.Lock()  # replies read their cards in worker threads, several at once
 
     def get(self, book: Mapping[str, Any], make: Callable[[], T]) -> T:
         entries = book.get("entries")
         size = len(entries) if isinstance(entries, Sequence) else -1
-        for at, (kept_size, raw, made) in enumerate(self._kept):
-            if kept_size == size and raw == book:
-                self._kept.insert(0, self._kept.pop(at))
-                return made  # type: ignore[no-any-return]
-        made = make()
-        self._kept.insert(0, (size, _copy(book), made))
-        del self._kept[self._size :]
+        with self._lock:
+            for at, (kept_size, raw, made) in enumerate(self._kept):
+                if kept_size == size and raw == book:
+                    self._kept.insert(0, self._kept.pop(at))
+                    return made  # type: ignore[no-any-return]
+        made = make()  # outside the lock: a big book's reading holds up no other personality's reply
+        kept = (size, _copy(book), made)
+        with self._lock:
+            self._kept.insert(0, kept)
+            del self._kept[self._size :]
         return made
 
 
