@@ -8,13 +8,18 @@ whole (a card imported before the cap).
 
 Two books of each size: entries of `--keys` plain keys each (a reply names one of them), and constant
 entries (all active: what the prompt's lore budget then has to fit). Prints p50/p95/max per reply.
-No database or model is needed: these are the steps a reply runs on the card it read.
+No database or model is needed: these are the steps a reply runs on the card it read. Each reply gets
+the card decoded afresh from its JSON, as it comes from PostgreSQL (the book is read and indexed once
+per version: memory.owners.lore_index); the decoding, which reading the personality's row costs
+whatever the lore, is timed apart ("decode").
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from statistics import median
 from typing import Any
 
 from bench._common import bench_parser, describe_ms
@@ -36,10 +41,15 @@ def card(entries: int, keys: int, *, constant: bool) -> dict[str, Any]:
     return {"description": "A keeper of facts.", "character_book": {"entries": book}}
 
 
-async def reply_time(stored: dict[str, Any], replies: int) -> list[float]:
+async def reply_time(stored: dict[str, Any], replies: int) -> tuple[list[float], list[float]]:
+    """Each reply's lore work, and the decoding of its card."""
     budget = ContextBudget.for_window(128_000, share=0.8, memory_share=0.2, lore_share=0.2, reply_tokens=1000)
-    took = []
+    written = json.dumps(stored)
+    took, decoding = [], []
     for n in range(replies):
+        started = time.perf_counter()
+        card_read = json.loads(written)
+        decoding.append(time.perf_counter() - started)
         history = [
             HistoryMessage(
                 role="user", content=f"Tell me about word{n * 7}x3 and the weather.", author_name="U"
@@ -47,7 +57,11 @@ async def reply_time(stored: dict[str, Any], replies: int) -> list[float]:
         ]
         started = time.perf_counter()
         parts = await card_parts_off_loop(
-            stored, display_name="Keeper", recent=[m.content for m in history], user="U", default_scan_depth=2
+            card_read,
+            display_name="Keeper",
+            recent=[m.content for m in history],
+            user="U",
+            default_scan_depth=2,
         )
         await build_context_off_loop(
             system_prompt="You are Keeper.",
@@ -60,7 +74,7 @@ async def reply_time(stored: dict[str, Any], replies: int) -> list[float]:
             card=parts,
         )
         took.append(time.perf_counter() - started)
-    return took
+    return took, decoding
 
 
 async def main() -> None:
@@ -74,8 +88,9 @@ async def main() -> None:
         imported, dropped = cap_lorebook(whole)
         kind = "constant entries" if constant else f"entries of {args.keys} keys"
         for label, stored in ((f"as imported ({dropped:,} left out)", imported), ("stored whole", whole)):
-            took = await reply_time(stored, args.replies)
-            print(f"{args.entries:,} {kind}, {label:<28} {describe_ms(took)}")
+            took, decoding = await reply_time(stored, args.replies)
+            decode = f"(decode p50 {median(decoding) * 1000:.0f} ms)"
+            print(f"{args.entries:,} {kind}, {label:<28} {describe_ms(took)}  {decode}")
 
 
 if __name__ == "__main__":

@@ -214,6 +214,8 @@ class MissedMessages:
             (m for m in found if place.after_message_id is None or m.id > place.after_message_id),
             key=lambda m: m.id,
         )
+        # Refused live (the flood limit): stored as refused, never answered; read on past it.
+        refused = await self._chat.missed.refused_among(place.channel_id, [str(m.id) for m in missed])
         asked: dict[int, PreparedReply] = {}  # personality id -> the last message stored for it here
         to_answer: dict[tuple[int, int], tuple[discord.Message, Route]] = {}
         stored_here: set[int] = set()
@@ -224,6 +226,8 @@ class MissedMessages:
         # released before any answer, so an answer takes its author's older lines into its memory.
         with ExitStack() as held:
             for message in missed:
+                if str(message.id) in refused:
+                    continue
                 # A reply the plain sender split goes on without its header, right after its first part.
                 replier = await self.reply_author(message, channel) or self._continued(message, replier)
                 if replier is not None:

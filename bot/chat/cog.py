@@ -91,7 +91,7 @@ class ChatCog(PersonaeCog):
         self.tasks.spawn(self.answerer.answer(message, route), name=f"answer-{message.id}")
 
     async def store_refused(self, message: discord.Message, route: Route) -> None:
-        """Stored before the notice, as refused: a catch-up after a restart or a resume reads on after it
+        """Stored before the notice, as refused: a catch-up after a restart or a resume passes it over
         instead of answering it late, and it never becomes a memory (memory.chat.refused)."""
         try:
             await self.chat.missed.refuse(self.answerer.request_of(message, route))

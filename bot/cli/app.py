@@ -25,6 +25,7 @@ from bot.cli import chat, database, demo, discord_bot, llm_configs, memories, pe
 from bot.cli.logs import configure_logging
 from bot.cli.output import ArgumentError, CommandError, one_line, printable_output, undecodable_argument
 from bot.cli.stopping import stop_on_sigterm
+from bot.disk_full import disk_full_message
 
 if TYPE_CHECKING:
     from bot.settings import BotSettings
@@ -212,7 +213,10 @@ def _run_command(argv: Sequence[str] | None) -> int:
     except asyncio.CancelledError:  # SIGTERM (stop_on_sigterm): asked to stop, and stopped in order
         return _stopped(args, "SIGTERM", 143)
     except Exception as exc:
-        explained = explain_connection_error(exc, settings)
+        # A full disk first: its OSError would otherwise read as the database being out of reach.
+        explained = disk_full_message(
+            exc, settings.personae_data_dir, database_url=bool(settings.database_url)
+        ) or explain_connection_error(exc, settings)
         if explained is None:
             raise
         print(f"personae: {explained}", file=sys.stderr)

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.disk_full import DiskFullLog
+
 if TYPE_CHECKING:
     from bot.settings import BotSettings
 
@@ -31,6 +33,10 @@ def configure_logging(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         filename=log_file,
     )
+    for handler in logging.getLogger().handlers:  # a full disk in one line, not a traceback
+        for old in [f for f in handler.filters if isinstance(f, DiskFullLog)]:
+            handler.removeFilter(old)  # a second command in one process (a test) replaces it
+        handler.addFilter(DiskFullLog(settings.personae_data_dir, database_url=bool(settings.database_url)))
     if not verbose:
         for noisy in NOISY_LOGGERS:
             logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -63,13 +63,14 @@ async def card_parts_off_loop(
 
 async def build_context_off_loop(deadline: float = LORE_DEADLINE_SECONDS, **arguments: Any) -> BuiltContext:
     """build_context (its keyword arguments) in a worker thread; past `deadline` seconds, built again
-    without the card's lore."""
+    without the card's lore (with no lore to leave out, waited for: a busy machine fails no reply)."""
+    work = asyncio.ensure_future(asyncio.to_thread(lambda: build_context(**arguments)))
     try:
-        return await asyncio.wait_for(asyncio.to_thread(lambda: build_context(**arguments)), deadline)
+        return await asyncio.wait_for(asyncio.shield(work), deadline)
     except TimeoutError:
         card = arguments.get("card")
         if not isinstance(card, CardParts) or not card.lore:
-            raise
+            return await work
         log.warning(
             "Fitting %d lore entries took over %.1f s: this reply goes without them", len(card.lore), deadline
         )

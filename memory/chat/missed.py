@@ -1,7 +1,9 @@
 """What the bot missed while away, as the message log and the bindings tell: the places to read again
 and from which message on, which missed message still deserves an answer, where remembered messages
 were said. Snowflakes (live ids) mark a place as read; ids made up by imports never do. A message the
-bot refused is stored as refused (`refuse`), so it marks its place as read: never missed, never answered."""
+bot refused is stored as refused (`refuse`): never answered, and read back as refused, not as missed.
+It does not mark its place as read: the bot acted on it alone, and a message said before it that the
+bot never saw (a gateway gap, the bot stopped as the refusal was stored) is still read back (issue 33)."""
 
 from __future__ import annotations
 
@@ -33,11 +35,14 @@ class MissedPlace:
     since: datetime | None
 
 
-def _newest_snowflake() -> ColumnElement[Any]:
+def _newest_snowflake(*, refused: bool = False) -> ColumnElement[Any]:
+    """The newest snowflake of the messages acted on (the oldest of those refused, with `refused`)."""
     # The cast only sees ids made of digits; anything else (imported ids) counts as nothing.
-    return func.max(
-        case((Message.external_id.regexp_match(_SNOWFLAKE), cast(Message.external_id, Numeric(20, 0))))
+    kind = Message.memory_excluded.is_not_distinct_from(REFUSED) if refused else not_refused()
+    snowflake = case(
+        (Message.external_id.regexp_match(_SNOWFLAKE) & kind, cast(Message.external_id, Numeric(20, 0)))
     )
+    return func.min(snowflake) if refused else func.max(snowflake)
 
 
 def deserves_answer(created_at: datetime, *, now: datetime, window: timedelta) -> bool:
@@ -78,16 +83,16 @@ class MissedMessageLog:
             )
             seen = {c for channels in guild_channels.values() for c in channels}
             channels = sorted({*bound, *(c for c in dm_channels if c is not None), *seen})
-            newest: dict[str, object] = dict(
-                (
-                    await session.execute(
-                        select(Conversation.channel_id, _newest_snowflake())
-                        .join(Message, Message.conversation_id == Conversation.id)
-                        .where(Conversation.channel_id.in_(channels))
-                        .group_by(Conversation.channel_id)
-                    )
-                ).all()
-            )
+            newest: dict[str, object] = {}
+            for channel_id, acted, first_refused in await session.execute(
+                select(Conversation.channel_id, _newest_snowflake(), _newest_snowflake(refused=True))
+                .join(Message, Message.conversation_id == Conversation.id)
+                .where(Conversation.channel_id.in_(channels))
+                .group_by(Conversation.channel_id)
+            ):
+                # Only refused messages there: read from just before the first (it is read as refused).
+                only_refused = acted is None and first_refused is not None
+                newest[channel_id] = first_refused - 1 if only_refused else acted
             guild_newest: dict[str, object] = dict(
                 (
                     await session.execute(
@@ -141,6 +146,22 @@ class MissedMessageLog:
                 .values(memory_excluded=REFUSED, memory_processed_at=now)
             )
         return True
+
+    async def refused_among(self, channel_id: str, message_ids: Collection[str]) -> set[str]:
+        """Which of these messages of the channel are stored as refused: catch-up passes them over."""
+        if not message_ids:
+            return set()
+        async with self._sessionmaker() as session:
+            found = await session.scalars(
+                select(Message.external_id)
+                .join(Conversation, Message.conversation_id == Conversation.id)
+                .where(
+                    Conversation.channel_id == channel_id,
+                    Message.external_id.in_(list(message_ids)),
+                    Message.memory_excluded == REFUSED,
+                )
+            )
+            return set(found)
 
     async def last_request(self, *, personality_id: int, channel_id: str) -> ChatRequest | None:
         """The newest stored user message to this personality in this channel, as the request it was: what

@@ -72,30 +72,27 @@ def with_lore(base: str, entries: Sequence[ActiveLore]) -> str:
 def fit_lore(
     base: str, lore: Sequence[ActiveLore], room: int, count: Callable[[list[dict[str, str]]], int]
 ) -> tuple[list[ActiveLore], int]:
-    """The active entries that fit in `room` tokens, taken in their order of preference until one does
-    not (SillyTavern's budget); and the tokens they take."""
-    chosen: list[ActiveLore] = []
-    used = 0
-    system = count([{"role": "system", "content": base}])
+    """The active entries that fit in `room` tokens, in their order of preference until one does not
+    (SillyTavern's budget), and their tokens: each counted alone, then the prompt once (issue 33)."""
+    empty, system = count([{"role": "system", "content": ""}]), count([{"role": "system", "content": base}])
+    costs: list[int] = []
     for entry in lore:
-        if entry.entry.position is Position.DEPTH:
-            cost = count([{"role": entry.entry.role, "content": entry.text}])
-        else:
-            placed = [e for e in chosen if e.entry.position is not Position.DEPTH]
-            with_it = count([{"role": "system", "content": with_lore(base, [*placed, entry])}])
-            cost = with_it - (
-                count([{"role": "system", "content": with_lore(base, placed)}]) if placed else system
-            )
-        if used + cost > room:
-            log.debug(
-                "Lore left out, the lore budget (%d tokens) being full: %s",
-                room,
-                ", ".join(f"entry {e.entry.number} ({e.entry.label})" for e in lore[len(chosen) :]),
-            )
+        depth = entry.entry.position is Position.DEPTH
+        text = entry.text if depth else strip_chat_template_tokens(entry.text).strip()
+        costs.append(count([{"role": entry.entry.role if depth else "system", "content": text}]))
+        costs[-1] += 0 if depth else 1 - empty  # its newline, without a message's own tokens
+        if sum(costs) > room:
+            costs.pop()
+            log.debug("Lore budget (%d tokens) full: %d entries left out", room, len(lore) - len(costs))
             break
-        chosen.append(entry)
-        used += cost
-    return chosen, used
+    while True:  # tokens can merge across the lines joined: what they take together, exactly
+        chosen = list(lore[: len(costs)])
+        placed = [e for e in chosen if e.entry.position is not Position.DEPTH]
+        used = sum(c for e, c in zip(chosen, costs, strict=True) if e.entry.position is Position.DEPTH)
+        used += count([{"role": "system", "content": with_lore(base, placed)}]) - system if placed else 0
+        if used <= room or not costs:
+            return chosen, used
+        costs.pop()
 
 
 def at_depth(

@@ -1,6 +1,7 @@
 """Messages the bot refused (over the flood limit) are stored like any message, before anything acts on
-them, and marked refused (`MissedMessageLog.refuse`). Stored, catch-up reads on after them instead of
-taking them for missed ones (and answering them minutes later); marked, they are never part of a memory,
+them, and marked refused (`MissedMessageLog.refuse`). Stored, catch-up passes them over instead of
+taking them for missed ones (and answering them minutes later), reading on from the newest message the
+bot acted on, not from a refused one (memory.chat.missed); marked, they are never part of a memory,
 nor of its context, nor of what the personality reads (its prompt, its rolling summary): it never heard
 them."""
 

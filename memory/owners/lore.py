@@ -27,6 +27,7 @@ by `insertion_order`, before or after the character definition or at a depth of 
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.owners.card_prompt import DEFAULT_DEPTH, depth_of, fill_chat_macros, role_of
+from memory.owners.lore_index import BookIndex, KeptBooks
 from memory.owners.lore_scan import LoreScan, is_regex_key, key_pattern, plain_needle
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ MAX_RECURSION_STEPS = 3
 DEFAULT_ORDER = 100
 _DECORATOR = re.compile(r"^@@(@?)(\w+)[ \t]*(.*)$")
 _DECORATORS_USED = ("activate", "dont_activate", "depth", "role", "scan_depth")
+_read_books = KeptBooks()
 
 
 class Position(enum.StrEnum):
@@ -123,14 +126,33 @@ class Lorebook:
     token_budget: int | None = None
     recursive: bool = False
 
+    @functools.cached_property
+    def candidates(self) -> dict[int, LoreEntry]:
+        """The entries that may be active, by number: enabled, with a text, not `@@dont_activate`d."""
+        return {e.number: e for e in self.entries if e.enabled and e.content and e.forced is not False}
+
+    @functools.cached_property
+    def always(self) -> tuple[LoreEntry, ...]:
+        return tuple(e for e in self.candidates.values() if e.forced or e.constant)
+
+    @functools.cached_property
+    def index(self) -> BookIndex:  # once per book read, and a book is read once per version
+        return BookIndex(self.candidates.values())
+
 
 @dataclass(frozen=True)
 class ActiveLore:
-    """An entry a prompt gets, its text's macros filled, and why it is active."""
+    """An entry a prompt gets, and why it is active; its text has the macros filled for `char` and
+    `user` when read (a prompt takes the preferred few of 20,000 constant entries: ~0.2 s saved)."""
 
     entry: LoreEntry
-    text: str
     reason: str
+    char: str
+    user: str
+
+    @functools.cached_property
+    def text(self) -> str:
+        return fill_chat_macros(self.entry.content, char=self.char, user=self.user)
 
 
 # ----------------------------------------------------------------------------------- reading
@@ -229,10 +251,15 @@ def read_entry(number: int, raw: Mapping[str, Any]) -> LoreEntry:
 
 
 def read_lorebook(card: Mapping[str, Any] | None) -> Lorebook:
-    """The book of a stored card (`personalities.card`), empty when it has none."""
+    """The book of a stored card (`personalities.card`), empty when it has none; the same book as the
+    last replies read is not read again (memory.owners.lore_index)."""
     book = (card or {}).get("character_book")
     if not isinstance(book, Mapping):
         return Lorebook()
+    return _read_books.get(book, lambda: _read_book(book))
+
+
+def _read_book(book: Mapping[str, Any]) -> Lorebook:
     raw_entries = book.get("entries")
     entries = [
         read_entry(number, raw)
@@ -323,15 +350,20 @@ def match_lore(
 ) -> list[ActiveLore]:
     """The book's active entries for a reply to `recent` (the conversation's messages, newest last),
     most preferred first: higher `priority`, then higher `insertion_order`, then the book's order."""
-    candidates = [e for e in book.entries if e.enabled and e.content and e.forced is not False]
     depth = book.scan_depth if book.scan_depth is not None else default_scan_depth
-    scan = LoreScan(recent, depth, candidates)
-    active: dict[int, tuple[LoreEntry, str]] = {}
-    for entry in candidates:
-        if entry.forced or entry.constant:
-            active[entry.number] = (entry, "decorator @@activate" if entry.forced else "constant")
-        elif not entry.delay_until_recursion and (reason := _matching(entry, scan, recursion_only=False)):
-            active[entry.number] = (entry, reason)
+    index = book.index
+    scan = LoreScan(recent, depth, index.automaton)
+    widest = index.widest_depth(depth)
+    active: dict[int, tuple[LoreEntry, str]] = {
+        e.number: (e, "decorator @@activate" if e.forced else "constant") for e in book.always
+    }
+    # Only the entries whose keys the automaton found anywhere in the text are looked at, in book order.
+    for number in sorted(index.may_activate(scan, widest)):
+        entry = book.candidates[number]
+        if number in active or entry.delay_until_recursion:
+            continue
+        if reason := _matching(entry, scan, recursion_only=False):
+            active[number] = (entry, reason)
     if book.recursive:
         fed: set[int] = set()
         for _ in range(MAX_RECURSION_STEPS):
@@ -340,21 +372,20 @@ def match_lore(
                 break
             fed.update(e.number for e in feeding)
             scan.recursion.extend(e.content for e in feeding)
-            for entry in candidates:
-                if entry.number in active or entry.exclude_recursion:
+            for number in sorted(index.may_activate(scan, widest)):
+                entry = book.candidates[number]
+                if number in active or entry.exclude_recursion:
                     continue
                 if reason := _matching(entry, scan, recursion_only=entry.delay_until_recursion):
-                    active[entry.number] = (entry, f"{reason} (in another entry's text)")
+                    active[number] = (entry, f"{reason} (in another entry's text)")
     if scan.timed_out:
         log.warning("Lore regex keys gave up (too slow): %s", ", ".join(repr(k) for k in scan.timed_out[:5]))
     ordered = sorted(
         active.values(),
         key=lambda item: (-(item[0].priority or 0.0), -item[0].insertion_order, item[0].number),
     )
-    found = [
-        ActiveLore(entry, fill_chat_macros(entry.content, char=char, user=user), reason)
-        for entry, reason in ordered
-    ]
-    for lore in found:
-        log.debug("Lore entry %d (%s) is active: %s", lore.entry.number, lore.entry.label, lore.reason)
+    found = [ActiveLore(entry, reason, char, user) for entry, reason in ordered]
+    if log.isEnabledFor(logging.DEBUG):  # a label per entry is work: 20,000 constant entries, ~60 ms
+        for lore in found:
+            log.debug("Lore entry %d (%s) is active: %s", lore.entry.number, lore.entry.label, lore.reason)
     return found

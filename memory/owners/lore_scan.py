@@ -1,10 +1,11 @@
 """One reply's scan of a lorebook: which keys occur in the newest messages, with the work bounded.
 
 Plain keys are found by one Aho-Corasick pass over each text scanned (pyahocorasick: a C automaton
-over every key of the book at once, built once per book and kept), not by a search per key and entry:
-a card's 9,000 entries of 30 keys used to cost ~13 s of every reply. Regex keys (`use_regex`, or
-`/pattern/flags`) run with the `regex` package under a timeout per search and a budget per reply, so a
-pattern that backtracks forever costs a fraction of a second and matches nothing.
+over every key of the book at once, built once per version of the book, memory.owners.lore_index), not
+by a search per key and entry: a card's 9,000 entries of 30 keys used to cost ~13 s of every reply.
+Regex keys (`use_regex`, or `/pattern/flags`) run with the `regex` package under a timeout per search
+and a budget per reply, so a pattern that backtracks forever costs a fraction of a second and matches
+nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import ahocorasick
@@ -74,20 +75,8 @@ def plain_needle(key: str, entry: LoreEntry) -> str:
     return key if entry.case_sensitive else key.lower()
 
 
-@functools.lru_cache(maxsize=32)
-def _automaton(needles: frozenset[str]) -> ahocorasick.Automaton | None:
-    """One automaton over every plain key of a book; kept for the books replies use."""
-    if not needles:
-        return None
-    automaton = ahocorasick.Automaton()
-    for needle in needles:
-        automaton.add_word(needle, needle)
-    automaton.make_automaton()
-    return automaton
-
-
 @functools.lru_cache(maxsize=8192)
-def _plain_needles(
+def plain_needles(
     keys: tuple[str, ...], use_regex: bool, case_sensitive: bool
 ) -> tuple[frozenset[str], bool]:
     """Keys' plain ones as looked for, and whether one is a regex (kept for the books in use)."""
@@ -126,7 +115,9 @@ class LoreScan:
     """One reply's scan: the texts scanned, the plain keys found in each, and the time its regex keys
     may still take."""
 
-    def __init__(self, recent: Sequence[str], default_depth: int, entries: Iterable[LoreEntry]) -> None:
+    def __init__(
+        self, recent: Sequence[str], default_depth: int, automaton: ahocorasick.Automaton | None
+    ) -> None:
         self._recent = list(recent)
         self._default_depth = default_depth
         self._chat: dict[tuple[int, bool], str] = {}
@@ -135,15 +126,7 @@ class LoreScan:
         self.recursion: list[str] = []  # the text of the entries that activate others
         self._deadline = time.monotonic() + REGEX_SCAN_SECONDS
         self.timed_out: list[str] = []
-        self._automaton = _automaton(
-            frozenset().union(
-                *(
-                    _plain_needles(keys, entry.use_regex, entry.case_sensitive)[0]
-                    for entry in entries
-                    for keys in (entry.keys, entry.secondary_keys)
-                )
-            )
-        )
+        self._automaton = automaton  # over every plain key of the book (memory.owners.lore_index)
 
     def text(self, depth: int | None, *, case_sensitive: bool, recursion_only: bool) -> str:
         """The newest `depth` messages (the book's depth when None), then the recursion text."""
@@ -155,7 +138,8 @@ class LoreScan:
     def _text(self, depth: int | None, *, case_sensitive: bool, recursion_only: bool) -> str:
         depth = min(MAX_SCAN_DEPTH, depth if depth is not None else self._default_depth)
         if (depth, case_sensitive) not in self._chat:
-            joined = "\n".join(self._recent[len(self._recent) - depth :] if depth else [])
+            # Fewer messages than the depth: all of them (a negative start would take the newest only).
+            joined = "\n".join(self._recent[max(0, len(self._recent) - depth) :] if depth else [])
             self._chat[(depth, case_sensitive)] = joined if case_sensitive else joined.lower()
         parts = [] if recursion_only else [self._chat[(depth, case_sensitive)]]
         parts += self.recursion if case_sensitive else [text.lower() for text in self.recursion]
@@ -164,7 +148,7 @@ class LoreScan:
     def may_match(self, entry: LoreEntry, text: str) -> bool:
         """False when the entry has no regex key and none of its plain keys occurs in the text at all:
         the automaton's one pass answers for it, with no search of its own."""
-        needles, has_regex = _plain_needles(entry.keys, entry.use_regex, entry.case_sensitive)
+        needles, has_regex = plain_needles(entry.keys, entry.use_regex, entry.case_sensitive)
         return has_regex or not self.found(text).anywhere.isdisjoint(needles)
 
     def found(self, text: str) -> KeysFound:
