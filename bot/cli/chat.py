@@ -1,9 +1,6 @@
-"""`personae chat`: a terminal conversation through the same ChatService as Discord, stored and
-remembered alike.
-
-Each turn is one `ChatService.answer`: its reply is streamed to the screen, and the work after it (memory
-formation, the rolling summary) goes on in the background while the next prompt waits for the user.
-Notes (`(remembered)`) appear above the prompt; logs go to a file, never onto the screen.
+"""`personae chat`: a terminal conversation through the same ChatService as Discord. Each turn is one
+`ChatService.answer`, streamed to the screen; the work after it (memory formation, the rolling summary)
+goes on while the next prompt waits. Notes appear above the prompt; logs go to a file, never the screen.
 """
 
 from __future__ import annotations
@@ -209,8 +206,7 @@ class TerminalChat:
             self.overlapped.add(turn.result().reply.prepared.conversation_id)
 
     async def finish(self) -> None:
-        """Wait for the memories still forming (Ctrl-C leaves them for the next time: the messages
-        are stored, and formation picks them up then)."""
+        """Wait for the memories still forming (Ctrl-C leaves them: the messages are stored)."""
         if not self.work and not self.overlapped:
             return
         self.screen.note("(finishing this chat's memories; Ctrl-C leaves them for the next time)")
