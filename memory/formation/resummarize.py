@@ -11,6 +11,7 @@ counted by reason.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy import case, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -135,13 +136,9 @@ async def resummarize(
             progress(len(memories) - told.count)
 
 
-async def source_text(session: AsyncSession, memory: Memory, personality: Personality) -> str:
-    """The exchange as it was said: kept verbatim text, else rebuilt from the message log."""
-    if memory.content_verbatim:
-        return memory.content_verbatim
-    if memory.summarizer == VERBATIM:
-        return memory.content
-    messages = (
+async def source_messages(session: AsyncSession, memory: Memory) -> Sequence[Message]:
+    """The logged messages a memory was formed from, in the order they were said."""
+    return (
         await session.scalars(
             select(Message)
             .where(
@@ -151,6 +148,15 @@ async def source_text(session: AsyncSession, memory: Memory, personality: Person
             .order_by(Message.id)
         )
     ).all()
+
+
+async def source_text(session: AsyncSession, memory: Memory, personality: Personality) -> str:
+    """The exchange as it was said: kept verbatim text, else rebuilt from the message log."""
+    if memory.content_verbatim:
+        return memory.content_verbatim
+    if memory.summarizer == VERBATIM:
+        return memory.content
+    messages = await source_messages(session, memory)
     if not messages:
         return memory.content
     return render_lines([LoggedMessage.of(m) for m in messages], personality_name=personality.display_name)

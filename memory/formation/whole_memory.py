@@ -23,13 +23,14 @@ from sqlalchemy import ColumnElement, String, cast, select
 from memory.errors import InvalidInputError, NotFoundError
 from memory.formation.fidelity import extract_key_facts
 from memory.formation.forgotten import CORRECTED_CLAIM
+from memory.formation.resummarize import source_messages
 from memory.formation.stats import FALLBACK_LABELS
 from memory.formation.summarizer import FallbackReason
 from memory.formation.supersession import WrongValues
 from memory.recall.curation import BrowsedMemory, memories_by_id
 from memory.recall.store import MemoryStore
 from memory.types import MemoryState, MessageRole
-from models import Conversation, ForgottenClaim, Memory, Message
+from models import Conversation, ForgottenClaim, Memory
 
 # Ids of several memories an ambiguous prefix names, at most, in its error.
 AMBIGUOUS_SHOWN = 5
@@ -156,16 +157,7 @@ async def whole_memory(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID
             .order_by(ForgottenClaim.id.desc())
             .limit(1)
         )
-        messages = (
-            await session.scalars(
-                select(Message)
-                .where(
-                    Message.conversation_id == memory.conversation_id,
-                    Message.external_id.in_(memory.source_message_ids),
-                )
-                .order_by(Message.id)
-            )
-        ).all()
+        messages = await source_messages(session, memory)
     return WholeMemory(
         memory=browsed,
         mode=memory.mode,

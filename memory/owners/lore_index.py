@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 import ahocorasick
 
-from memory.owners.lore_scan import LoreScan, plain_needles
+from memory.owners.lore_scan import LoreEntry, LoreScan, plain_needles
 
 T = TypeVar("T")
 
@@ -26,19 +26,11 @@ T = TypeVar("T")
 KEPT_BOOKS = 16
 
 
-class IndexedEntry(Protocol):
-    """What the index reads of an entry (memory.owners.lore.LoreEntry, which imports this module)."""
+class IndexedEntry(LoreEntry, Protocol):
+    """What the index reads of an entry: what a scan reads, and its number and scan depth."""
 
     @property
     def number(self) -> int: ...
-    @property
-    def keys(self) -> tuple[str, ...]: ...
-    @property
-    def secondary_keys(self) -> tuple[str, ...]: ...
-    @property
-    def use_regex(self) -> bool: ...
-    @property
-    def case_sensitive(self) -> bool: ...
     @property
     def scan_depth(self) -> int | None: ...
 
