@@ -210,16 +210,20 @@ class TerminalChat:
         if not self.work and not self.overlapped:
             return
         self.screen.note("(finishing this chat's memories; Ctrl-C leaves them for the next time)")
-        while self.work:
-            done, _ = await asyncio.wait(set(self.work))
-            for task in done:
-                if not task.cancelled() and task.exception() is not None:
-                    log.error("A turn failed after its reply", exc_info=task.exception())
+        await self._settle()
         for conversation_id in sorted(self.overlapped):
             after = await self.runtime.chat.after_reply(conversation_id)
             if after.remembered_message_ids:
                 self.screen.note(REMEMBERED)
         self.overlapped.clear()
+
+    async def _settle(self) -> None:
+        """Wait for the turns in the background (their replies shown, their memories forming)."""
+        while self.work:
+            done, _ = await asyncio.wait(set(self.work))
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("A turn failed after its reply", exc_info=task.exception())
 
     async def greet(self) -> None:
         """The character's greeting, when this conversation is new."""
@@ -247,6 +251,9 @@ class TerminalChat:
         await self.finish()
 
     async def reset(self, _: str) -> None:
+        # An exchange whose reply was shown forms first: the reset cancels what is held back, never a
+        # memory the user just watched begin (which one it was would depend on timing).
+        await self._settle()
         removed = await self.runtime.chat.reset_conversation(
             personality_id=self.personality.id, guild_id=None, channel_id=CHANNEL, user_id=self.user_id
         )
