@@ -28,6 +28,7 @@ class StoredMemory:
     conversation_id: int | None
     times_said: int
     repeat_of: uuid.UUID | None
+    edited_at: datetime | None  # corrected by its user: it no longer says what its messages say
 
 
 # Only these columns are read, as plain rows: measured faster than whole ORM entities (about 2 ms a

@@ -44,6 +44,7 @@ def recalled(*sources: list[str], content: str = "a b c") -> list[RecalledMemory
             conversation_id=None,
             times_said=1,
             repeat_of=None,
+            edited_at=None,
             score=1.0,
         )
         for s in sources

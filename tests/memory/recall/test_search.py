@@ -49,7 +49,7 @@ def read(
 ) -> StoredMemory:
     at = T0 - timedelta(days=days_ago)
     return StoredMemory(
-        memory_id, content, None, [], at, False, "verbatim", pinned, None, times_said, repeat_of
+        memory_id, content, None, [], at, False, "verbatim", pinned, None, times_said, repeat_of, None
     )
 
 
