@@ -159,7 +159,9 @@ def conversation_reset(p: Personality, removed: int) -> str:
 
 
 # What a reset does besides the summary (memory.formation.reset), in every reply to one.
-RESET_PENDING = "Anything you said here that is not yet a memory never will be; memories already formed stay."
+RESET_PENDING = (
+    "Anything you said here that is not yet a memory never will be. Long-term memories are untouched."
+)
 
 
 EXPORT_NOTE = (
