@@ -31,7 +31,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from memory.formation.fidelity import vocabulary
-from memory.formation.restatements import Statement, claim_text, closeness, says_again, statement, unit_vector
+from memory.formation.restatements import (
+    Statement,
+    claim_text,
+    closeness,
+    meaning_text,
+    says_again,
+    statement,
+    unit_vector,
+)
 from memory.formation.supersession import Verdict, WrongValues, wrong_values
 from memory.recall.keywords import encode_sparse_query
 from memory.recall.relevance import SAID_BY_USER
@@ -171,7 +179,7 @@ async def remember_claims(
     memories that state them; how many."""
     if not removed:
         return 0
-    vectors = await store.embedder.embed([r.text for r in removed])
+    vectors = await store.embedder.embed([meaning_text(r.text, r.speakers) for r in removed])
     superseded = 0
     for claim, vector in zip(removed, vectors, strict=True):
         said = statement(claim.text, vector, speakers=claim.speakers)
@@ -230,7 +238,7 @@ async def _supersede(
     )
     if not candidates:
         return 0
-    vectors = await store.embedder.embed([c.text for c in candidates])
+    vectors = await store.embedder.embed([meaning_text(c.text, c.speakers) for c in candidates])
     stating = [
         c.memory_id
         for c, vector in zip(candidates, vectors, strict=True)

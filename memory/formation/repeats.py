@@ -38,6 +38,7 @@ from memory.formation.restatements import (
     Statement,
     claim_text,
     holds_facts,
+    meaning_text,
     reply_text,
     says_again,
     shares_anchors,
@@ -240,13 +241,15 @@ async def _claims_stated(
     if not asked:
         return {}, set()
     # Only for users with recorded claims: each side of the text, with its own meaning.
+    speakers = {i: _speakers(formed[i], personality_name) for i in asked}
     replies = {
         i: r
         for i in asked
         if (r := strip_chat_template_tokens(reply_text(rows[i]["content"], personality_name)))
     }
     vectors = await store.embedder.embed(
-        [strip_chat_template_tokens(texts[i]) for i in asked] + list(replies.values())
+        [meaning_text(strip_chat_template_tokens(texts[i]), speakers[i]) for i in asked]
+        + [meaning_text(r, speakers[i]) for i, r in replies.items()]
     )
     reply_said = {
         i: statement(text, vector)

@@ -181,3 +181,24 @@ async def test_forget_this_records_the_claim_and_forgetting_everything_starts_ov
     async with sessionmaker() as session:
         assert await session.scalar(select(func.count(ForgottenClaim.id))) == 0
     assert len(await say(sessionmaker, service, p, [PARAPHRASE.replace("back in", "in")], prefix="d")) == 1
+
+
+async def test_the_personalitys_name_makes_no_two_claims_alike(
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+) -> None:
+    """Users call the personality by its name: "Lilith, my favourite colour is teal" and "Lilith, what is
+    your favourite book?" were 0.65 alike for it (0.27 without), and the forget superseded the other."""
+    p = await add_personality(sessionmaker, "Lilith")
+    [claim] = await say(sessionmaker, service, p, ["Lilith, my favourite colour is teal"], prefix="a")
+    assert await service.forget(user_id="u1", memory_ids=[claim.id]) == 1
+    later = await say(
+        sessionmaker,
+        service,
+        p,
+        ["Lilith, what is your favourite book?", "Lilith, my bike is a red Gazelle"],
+        prefix="b",
+    )
+    assert len(live(later)) == 2, [m.content for m in later]
+    # Said again, addressed or not, it is still the claim.
+    [again] = await say(sessionmaker, service, p, ["Lilith, teal is my favourite colour"], prefix="c")
+    assert again.superseded_at is not None
