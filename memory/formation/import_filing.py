@@ -58,8 +58,9 @@ class Filing:
     conversation, its latest user line), never the lines: the user line a reply names is read back
     from the log when it is not in the batch."""
 
-    def __init__(self, session: AsyncSession, default_user_id: str | None, *, replace_edited: bool) -> None:
-        self._session = session
+    def __init__(self, default_user_id: str | None, *, replace_edited: bool) -> None:
+        self._session: AsyncSession  # the transaction of the batch being stored (store)
+        self.touched: set[int] = set()  # the conversations the last batch stored messages in
         self._replace_edited = replace_edited
         self.forgotten: list[uuid.UUID] = []  # memories of replaced replies, to drop from the index
         self._default_user_id = default_user_id
@@ -82,8 +83,9 @@ class Filing:
     def conversation_ids(self) -> list[int]:
         return sorted(set(self._conversations.values()))
 
-    async def store(self, batch: list[TranscriptLine]) -> int:
-        """File and store a batch of lines; how many messages were new."""
+    async def store(self, session: AsyncSession, batch: list[TranscriptLine]) -> int:
+        """File and store a batch of lines in the session's transaction; how many messages were new."""
+        self._session = session
         personalities = [await self._personality(line) for line in batch]
         if self._replace_edited:
             batch = await self._older_ids_kept(batch, personalities)
@@ -120,6 +122,7 @@ class Filing:
             chat = [m for numbered in by_conversation.values() for _, m in numbered]
             self.forgotten += await replace_changed(self._session, conversations, chat)
         new = 0
+        self.touched = set(by_conversation)
         for conversation_id, numbered in by_conversation.items():
             messages = [m for _, m in numbered]
             try:
