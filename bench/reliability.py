@@ -78,7 +78,7 @@ How the harder cases are arranged:
   (10,000, 100,000 and 1,000,000 at full scale), each into a personality and an index of its own. Its
   memory is read from `/proc/PID/status` four times a second (VmHWM, and RssAnon: the private part,
   not the index's segments mapped from disk), the commit of its first chunk of messages (the whole
-  file before imports committed 1,000 lines at a time) and its formation from PostgreSQL. Memory is
+  file before imports committed 2,000 lines at a time) and its formation from PostgreSQL. Memory is
   judged on a personality that remembers nothing (formation still reads and marks every exchange, but
   builds no index, whose own growth is not the import's); formation's rate on one that remembers every
   exchange. The rates are wall-clock on the shared machine: indicative only.

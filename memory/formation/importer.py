@@ -85,11 +85,12 @@ __all__ = [
 ]
 
 # Lines read, checked, stored and committed at a time, then remembered before the next are read: an
-# interrupted import keeps every chunk before it. 1,000 lines are under half a second of a long
-# import's work (1,000,000 lines took 7 minutes): a commit and the start of a formation pass per chunk
-# cost a few milliseconds of it, its 500 exchanges still fill the embedder's batches, and a stop loses
-# at most that half second.
-CHUNK_LINES = 1000
+# interrupted import keeps every chunk before it. Each chunk's formation ends in a drain (its last
+# batches written while none is summarized: ~1 s against a busy provider, pipeline.CLAIM_SECONDS);
+# 2,000 lines, 1,000 exchanges, are ~13 s of summarizing at 77 exchanges/s, so the drain costs about
+# what a claim's already does, and a stop loses at most that (a verbatim import's chunk, ~1 s of its
+# 1,000,000 lines in 7 minutes).
+CHUNK_LINES = 2000
 # New messages from which an import refreshes the log's statistics before forming (_analyze_log).
 ANALYZE_AFTER = 5000
 ProgressFactory = Callable[[int], Callable[[int], None]]
