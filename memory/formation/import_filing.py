@@ -1,6 +1,7 @@
 """Where an import's lines go: each to its personality, its venue's conversation, and for a reply the
 user line it answers (see memory.formation.importer's docstring for the rules); and, for a chat
-imported whole (`replace_edited`), the stored replies it no longer holds replaced by the ones it does.
+imported whole (`replace_edited`), what the log holds of it that it no longer does replaced
+(memory.formation.kept_chat), its new lines kept in the conversation holding it.
 """
 
 from __future__ import annotations
