@@ -77,10 +77,11 @@ How the harder cases are arranged:
 - **Large imports**: `personae import` runs as a subprocess on generated transcripts of short lines
   (10,000, 100,000 and 1,000,000 at full scale), each into a personality and an index of its own. Its
   memory is read from `/proc/PID/status` four times a second (VmHWM, and RssAnon: the private part,
-  not the index's segments mapped from disk), the commit of its messages and its formation from
-  PostgreSQL. Memory is judged on a personality that remembers nothing (formation still reads and marks
-  every exchange, but builds no index, whose own growth is not the import's); formation's rate on one
-  that remembers every exchange. The rates are wall-clock on the shared machine: indicative only.
+  not the index's segments mapped from disk), the commit of its first chunk of messages (the whole
+  file before imports committed 2,000 lines at a time) and its formation from PostgreSQL. Memory is
+  judged on a personality that remembers nothing (formation still reads and marks every exchange, but
+  builds no index, whose own growth is not the import's); formation's rate on one that remembers every
+  exchange. The rates are wall-clock on the shared machine: indicative only.
 - **Round trips**: a user's whole-account export (what `/memory export` sends) is written to a file
   and imported by `personae import` in a subprocess into a fresh database, then compared row for row.
 - **Discord**: the shipped bot (`PersonaeBot` with its extensions) logs in to `testkit.fake_discord`, a

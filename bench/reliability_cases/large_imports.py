@@ -3,10 +3,11 @@ size into a personality and an index of its own; its memory is read from /proc/P
 runs, its progress from PostgreSQL.
 
 What is measured: the peak of the process's memory (VmHWM) and of its private part (RssAnon: the heap,
-not the index's segments mapped from disk), how long reading and storing took (until its transaction
-committed), and formation's rate (exchanges remembered per second once stored). Memory is judged on a
-personality that remembers nothing (formation reads and marks every exchange but builds no index,
-whose own growth is not the import's); the rate on one that remembers every exchange verbatim.
+not the index's segments mapped from disk), how long until it first committed (its first chunk:
+before chunks, the whole file), and formation's rate (exchanges remembered per second from then).
+Memory is judged on a personality that remembers nothing (formation reads and marks every exchange
+but builds no index, whose own growth is not the import's); the rate on one that remembers every
+exchange verbatim.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ async def import_and_watch(lab: Lab, lines: int, *, remember: bool) -> Run:
         now = _status(process.pid)
         peak = max(peak, now.get("VmHWM", 0))
         peak_private = max(peak_private, now.get("RssAnon", 0))
-        if stored_at is None and polls % 4 == 0:  # its transaction committed: the conversation shows
+        if stored_at is None and polls % 4 == 0:  # its first chunk committed: the conversation shows
             seen = await lab.scalar(
                 "SELECT count(*) FROM conversations WHERE personality_id = :p", p=personality_id
             )
@@ -209,7 +210,7 @@ async def bounded_memory(lab: Lab, scale: Scale) -> Outcome:
         figures(
             peak_private_mib="/".join(f"{r.peak_private_kib / MIB:.0f}" for r in runs),
             peak_mib="/".join(f"{r.peak_kib / MIB:.0f}" for r in runs),
-            store_s="/".join(f"{r.store_s:.0f}" for r in runs),
+            first_commit_s="/".join(f"{r.store_s:.0f}" for r in runs),
         ),
     )
 

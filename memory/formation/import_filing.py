@@ -1,6 +1,7 @@
 """Where an import's lines go: each to its personality, its venue's conversation, and for a reply the
 user line it answers (see memory.formation.importer's docstring for the rules); and, for a chat
-imported whole (`replace_edited`), the stored replies it no longer holds replaced by the ones it does.
+imported whole (`replace_edited`), what the log holds of it that it no longer does replaced
+(memory.formation.kept_chat), its new lines kept in the conversation holding it.
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, delete, func, literal, select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from memory.conversations import (
     LoggedMessage,
@@ -21,14 +21,13 @@ from memory.conversations import (
     store_messages,
 )
 from memory.errors import InvalidInputError
-from memory.formation.forming import CLAIM_LOCK_SPACE
 from memory.formation.import_held import HeldIn, conversations_holding
+from memory.formation.kept_chat import ids_stored_without_chat, replace_changed, venue_conversations
 from memory.formation.transcript import TranscriptLine
 from memory.owners.personality_fields import slugify
-from memory.recall.store import forget_rows
 from memory.tokens import count_tokens
-from memory.types import MemoryState, MessageRole
-from models import Conversation, Memory, Message, Personality
+from memory.types import MessageRole
+from models import Conversation, Message, Personality
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +59,9 @@ class Filing:
     conversation, its latest user line), never the lines: the user line a reply names is read back
     from the log when it is not in the batch."""
 
-    def __init__(self, session: AsyncSession, default_user_id: str | None, *, replace_edited: bool) -> None:
-        self._session = session
+    def __init__(self, default_user_id: str | None, *, replace_edited: bool) -> None:
+        self._session: AsyncSession  # the transaction of the batch being stored (store)
+        self.touched: set[int] = set()  # the conversations the last batch stored messages in
         self._replace_edited = replace_edited
         self.forgotten: list[uuid.UUID] = []  # memories of replaced replies, to drop from the index
         self._default_user_id = default_user_id
@@ -72,6 +72,8 @@ class Filing:
         # The latest user line in each venue a reply may name: (personality, guild, channel), None = any.
         self._latest: dict[tuple[int, str | None, str | None], _Filed] = {}
         self._last_user = default_user_id
+        self._venues: set[tuple[int, str]] = set()  # (personality, venue key) the lines went to
+        self._home: dict[tuple[int, str], int] = {}  # (personality, venue key) -> the chat's conversation
         # Lines without a timestamp are stored as said when the import started, in their order.
         self._started = datetime.now(UTC)
 
@@ -82,11 +84,16 @@ class Filing:
     def conversation_ids(self) -> list[int]:
         return sorted(set(self._conversations.values()))
 
-    async def store(self, batch: list[TranscriptLine]) -> int:
-        """File and store a batch of lines; how many messages were new."""
+    async def store(self, session: AsyncSession, batch: list[TranscriptLine]) -> int:
+        """File and store a batch of lines in the session's transaction; how many messages were new."""
+        self._session = session
         personalities = [await self._personality(line) for line in batch]
+        if self._replace_edited:
+            batch = await self._older_ids_kept(batch, personalities)
         stored = await self._stored_answers(batch, personalities)
         held = await conversations_holding(self._session, personalities, batch, self._conversations)
+        # A chat imported whole stays in the conversation holding it, its new lines too (after an edit).
+        self._home = {(p, venue): c for (p, _, venue), c in sorted(held.items(), key=lambda i: i[1])}
         here: dict[tuple[int, str], list[_Filed]] = {}  # this batch's lines so far, by id
         by_conversation: dict[int, list[tuple[int, LoggedMessage]]] = {}
         for line, personality in zip(batch, personalities, strict=True):
@@ -111,11 +118,14 @@ class Filing:
                 reply_to=answered.external_id if answered is not None else None,
             )
             by_conversation.setdefault(filed.conversation_id, []).append((line.line_no, message))
+        if self._replace_edited:
+            conversations = await venue_conversations(self._session, self._venues)
+            chat = [m for numbered in by_conversation.values() for _, m in numbered]
+            self.forgotten += await replace_changed(self._session, conversations, chat)
         new = 0
+        self.touched = set(by_conversation)
         for conversation_id, numbered in by_conversation.items():
             messages = [m for _, m in numbered]
-            if self._replace_edited:
-                self.forgotten += await _replace_edited_replies(self._session, conversation_id, messages)
             try:
                 new += await store_messages(self._session, conversation_id, messages, exact=True)
             except MessageIdCollision as exc:
@@ -133,8 +143,7 @@ class Filing:
             raise InvalidInputError(f"line {line.line_no}: user message has no user_id; pass --user ID")
         self._last_user = user_id
         venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-        where = (personality.id, line.id, venue.key)
-        conversation_id = held.get(where) or await self._conversation(personality.id, venue)
+        conversation_id = await self._conversation_of(line, personality.id, venue, held)
         filed = _Filed(
             personality.id, line.id, line.role.value, conversation_id, user_id, line.guild_id, line.channel_id
         )
@@ -156,8 +165,7 @@ class Filing:
                     f"line {line.line_no}: reply before any user message and no --user to attribute it to"
                 )
             venue = Venue(guild_id=line.guild_id, channel_id=line.channel_id, user_id=user_id)
-            where = (personality.id, line.id, venue.key)  # a greeting, held where it was imported
-            conversation_id = held.get(where) or await self._conversation(personality.id, venue)
+            conversation_id = await self._conversation_of(line, personality.id, venue, held)  # a greeting
         return _Filed(personality.id, line.id, line.role.value, conversation_id, user_id, None, None)
 
     def _answered(
@@ -247,58 +255,30 @@ class Filing:
             self._named[name] = _Personality(found, f"personality:{name}")
         return self._named[name]
 
+    async def _conversation_of(
+        self, line: TranscriptLine, personality_id: int, venue: Venue, held: HeldIn
+    ) -> int:
+        """The conversation holding the line (import_held), else, for a chat imported whole, the one
+        holding the chat; else the venue's."""
+        self._venues.add((personality_id, venue.key))
+        found = held.get((personality_id, line.id, venue.key))
+        if found is None and self._replace_edited:
+            found = self._home.get((personality_id, venue.key))
+        return found or await self._conversation(personality_id, venue)
+
+    async def _older_ids_kept(
+        self, batch: list[TranscriptLine], personalities: list[_Personality]
+    ) -> list[TranscriptLine]:
+        """The batch, its lines that the log holds under their older ids (kept_chat) known by those."""
+        older: dict[str, str] = {}
+        for personality_id in {p.id for p in personalities}:
+            older |= await ids_stored_without_chat(self._session, personality_id, [line.id for line in batch])
+        if not older:
+            return batch
+        return [line.model_copy(update={"id": older.get(line.id, line.id)}) for line in batch]
+
     async def _conversation(self, personality_id: int, venue: Venue) -> int:
         key = (personality_id, venue.key)
         if key not in self._conversations:
             self._conversations[key] = await ensure_conversation(self._session, personality_id, venue)
         return self._conversations[key]
-
-
-async def _replace_edited_replies(
-    session: AsyncSession, conversation_id: int, messages: list[LoggedMessage]
-) -> list[uuid.UUID]:
-    """Delete the stored replies to the chat's user lines that the chat no longer holds (another swipe
-    was kept), forget their exchanges' memories and make those exchanges pending again, under the
-    conversation's formation claim; the ids of the memories forgotten, for the index."""
-    kept: dict[str, set[str]] = {}  # a user line's id -> the ids of the chat's replies to it
-    for message in messages:
-        if message.role is MessageRole.ASSISTANT and message.reply_to is not None:
-            kept.setdefault(message.reply_to, set()).add(message.external_id)
-    if not kept:
-        return []
-    answered = aliased(Message)
-    stored = await session.execute(
-        select(Message.id, Message.external_id, answered.external_id)
-        .join(answered, Message.reply_to_id == answered.id)
-        .where(Message.conversation_id == conversation_id, answered.external_id.in_(sorted(kept)))
-    )
-    replaced = [(row_id, reply, user) for row_id, reply, user in stored if reply not in kept[user]]
-    if not replaced:
-        return []
-    # Wait for a pass forming these exchanges, and keep any other out until this is committed.
-    await session.execute(
-        select(func.pg_advisory_xact_lock(literal(CLAIM_LOCK_SPACE + conversation_id, BigInteger)))
-    )
-    gone = sorted(reply for _, reply, _ in replaced)
-    involved = sorted({user for _, _, user in replaced} | set(gone))
-    of_exchanges = (Memory.conversation_id == conversation_id, Memory.source_message_ids.overlap(involved))
-    sources = (
-        await session.scalars(
-            select(func.unnest(Memory.source_message_ids)).where(
-                *of_exchanges, Memory.state != MemoryState.DELETED.value
-            )
-        )
-    ).all()
-    forgotten = await forget_rows(session, *of_exchanges, tombstone=False)
-    await session.execute(delete(Message).where(Message.id.in_([row_id for row_id, _, _ in replaced])))
-    pending = sorted((set(sources) | set(involved)) - set(gone))
-    await session.execute(
-        update(Message)
-        .where(
-            Message.conversation_id == conversation_id,
-            Message.external_id.in_(pending),
-            Message.memory_excluded.is_(None),
-        )
-        .values(memory_processed_at=None)
-    )
-    return forgotten

@@ -9,8 +9,9 @@ are skipped. `send_date` comes in several forms over SillyTavern's versions: ISO
 and a date in none of these forms takes the time of the message before it, keeping the order.
 
 The chat names no user id (the importer takes `--user`), and its messages no id: each gets one made
-from the chat and the message itself, so importing the same chat again, or a longer copy of it after
-more was said, stores only what is new.
+from the chat (its creation date and character) and the message itself (speaker, date, words), so
+importing the same chat again, or a longer copy of it after more was said, stores only what is new,
+and a line edited or deleted since is known as the chat's and replaced (memory.formation.kept_chat).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from memory.formation.importer import (
     jsonl_lines,
     line_error,
 )
+from memory.formation.kept_chat import chat_line_id
 from memory.formation.moments import storable_moment
 from memory.types import MessageRole
 
@@ -115,6 +117,16 @@ def _skip_reason(record: dict[str, Any]) -> str:
     return "an empty message"
 
 
+def _chat_key(metadata: dict[str, Any]) -> str | None:
+    """What names the chat in its lines' ids: made from its creation date and character, which
+    SillyTavern keeps however its messages are edited (a branch is a chat of its own, created anew).
+    None without a creation date: chats without metadata would all share one."""
+    if not metadata.get("create_date"):
+        return None
+    key = json.dumps([metadata.get("create_date"), metadata.get("character_name")], default=str)
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
 def parse_sillytavern(text: str) -> SillyTavernChat:
     """Validate every line of a SillyTavern chat; InvalidInputError names the first bad one."""
     lines: list[TranscriptLine] = []
@@ -122,6 +134,7 @@ def parse_sillytavern(text: str) -> SillyTavernChat:
     metadata: dict[str, Any] = {}
     seen: Counter[str] = Counter()
     previous: datetime | None = None
+    chat_key: str | None = None
     first = True
     for line_no, raw in jsonl_lines(text):  # not splitlines(): JSON.stringify leaves U+2028 raw
         if not raw.strip():
@@ -138,6 +151,7 @@ def parse_sillytavern(text: str) -> SillyTavernChat:
                     )
                 metadata = record
                 previous = parse_send_date(metadata.get("create_date"))
+                chat_key = _chat_key(metadata)
                 continue
         if "mes" not in record:
             raise InvalidInputError(f"line {line_no}: missing required field 'mes'")
@@ -165,7 +179,7 @@ def parse_sillytavern(text: str) -> SillyTavernChat:
         )
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]
         seen[digest] += 1
-        message_id = f"st-{digest}" + (f"-{seen[digest]}" if seen[digest] > 1 else "")
+        message_id = chat_line_id(chat_key, digest + (f"-{seen[digest]}" if seen[digest] > 1 else ""))
         try:
             line = TranscriptLine.model_validate(
                 {

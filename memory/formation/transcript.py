@@ -24,8 +24,8 @@ from memory.formation.moments import storable_moment
 from memory.types import MessageRole
 
 MAX_CONTENT_CHARS = 200_000
-# Lines are stored as they are read, so the size does not bound memory: it bounds how long one
-# import's transaction runs. Years of one user's chat fit well under it.
+# Lines are stored as they are read, a chunk committed at a time, so the size does not bound memory:
+# it bounds how long one import runs. Years of one user's chat fit well under it.
 MAX_TRANSCRIPT_BYTES = 128 * 1024 * 1024
 MAX_ID_CHARS = 64
 REQUIRED_FIELDS = ("id", "role", "content")
