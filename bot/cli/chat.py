@@ -70,6 +70,7 @@ def add_commands(commands: Subcommands) -> None:
         embeds=True,
         log_file=chat_log_file,
         warms_llm=True,
+        serves_index=True,  # recall and the memory commands of other processes (bot.cli.index_holder)
     )
 
 

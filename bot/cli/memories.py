@@ -130,7 +130,7 @@ def add_commands(commands: Subcommands) -> None:
         description="Form memories from the message log until stopped (Ctrl-C): for deployments that run "
         "formation apart from the bot.",
     )
-    worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True)
+    worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True, serves_index=True)
 
 
 def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], list[SkippedLine], str | None]:
