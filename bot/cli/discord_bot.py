@@ -76,7 +76,8 @@ async def serve(settings: BotSettings, token: str) -> None:
         serving_index_commands(runtime),  # `personae recall` and `memory ...` run beside the bot
         PersonaeBot(runtime=runtime) as bot,
     ):
-        # Connected only once loaded: no message or interaction then waits on it on the event loop.
+        # Connected only once loaded: no message or interaction then waits on it on the event loop
+        # (nor on a reply's path, made once by the bot's setup: bot.client.warm_up_replies).
         await model_client.ready()
         try:
             await bot.start(token)
