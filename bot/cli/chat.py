@@ -275,7 +275,7 @@ class TerminalChat:
         receipt = await self.runtime.memory.reply_receipt(
             user_id=self.user_id, message_id=self.last_message_id
         )
-        print_receipt(receipt, "The last reply")
+        await print_receipt(self.runtime, self.user_id, receipt, "The last reply")
 
     async def retry(self, _: str) -> None:
         """The 🔄: the last message answered again, the new reply in place of the old one."""
