@@ -194,6 +194,10 @@ def test_a_replys_receipt_and_fresh_mode_from_the_command_line(
         "Fresh mode is on for user 1001 with Sage: replies use none of their memories "
         "(new ones still form, unless incognito is on).\n",
     )
+    # `recall` still shows what matches, and says first that a reply would recall none of it.
+    code, out, _ = run(capsys, "recall", "Biscuit", "--personality", "sage", "--user", "1001")
+    fresh = "(fresh mode is on for user 1001 with Sage: a reply recalls none of these; "
+    assert code == 0 and out.startswith(fresh) and "Biscuit" in out.split("\n", 1)[1], out
     code, out, _ = run(capsys, "memory", "fresh", "off", "--user", "1001")
     assert (
         out == "Fresh mode is off for user 1001 with every personality: replies use their memories again.\n"
