@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.cli.output import ArgumentError, CommandError
+from bot.cli.chat_arguments import check_chat_arguments
+from bot.cli.output import CommandError
 from bot.cli.terminal import (
     CHANNEL,
     PROMPT,
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from models import Personality
 
 log = logging.getLogger(__name__)
-
-MAX_NAME_LENGTH = 100  # a message's author name (models.Message)
 
 T = TypeVar("T")
 
@@ -72,22 +71,6 @@ def add_commands(commands: Subcommands) -> None:
         warms_llm=True,
         serves_index=True,  # recall and the memory commands of other processes (bot.cli.index_holder)
     )
-
-
-def check_chat_arguments(args: argparse.Namespace) -> None:
-    """--user and --name as they can be stored: an id of at most 64 characters, a name of 100."""
-    from memory.owners.personality_fields import MAX_ID_LENGTH
-
-    if len(args.user) > MAX_ID_LENGTH:
-        raise ArgumentError(
-            f"--user is {len(args.user)} characters; a user id is at most {MAX_ID_LENGTH} "
-            "(a Discord id has 17 to 20 digits)"
-        )
-    if len(args.name) > MAX_NAME_LENGTH:
-        raise ArgumentError(
-            f"--name is {len(args.name)} characters; the name the personality sees is at most "
-            f"{MAX_NAME_LENGTH}"
-        )
 
 
 def chat_log_file(settings: BotSettings) -> Path:
