@@ -64,6 +64,21 @@ async def test_the_chat_holding_the_index_answers_recall_and_memory_commands_as_
     assert socket_path.exists()
     assert await _run_all(env, tmp_path) == alone
 
+    # A worker holds the index as long: it answers them too, from the moment its socket is there.
+    socket_path.unlink()  # the one left behind (a worker replaces it, but would not be told apart)
+    worker = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "bot.cli", "worker"), stderr=asyncio.subprocess.DEVNULL, env=env, cwd=tmp_path
+    )
+    try:
+        async with asyncio.timeout(120):
+            while not socket_path.exists():  # noqa: ASYNC110 (a file to wait for: nothing to await)
+                await asyncio.sleep(0.1)
+        assert await _run_all(env, tmp_path) == alone
+    finally:
+        worker.terminate()  # SIGTERM: the worker stops in order, its socket removed
+        await worker.wait()
+    assert not socket_path.exists()
+
 
 async def test_a_holder_that_stops_before_answering_is_one_line(
     scratch_database_url: str, tmp_path: Path

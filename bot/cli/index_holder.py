@@ -41,11 +41,15 @@ async def serving_index_commands(runtime: Runtime) -> AsyncIterator[None]:
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _answer(runtime, reader, writer)
 
-    # This process holds the index: a socket left at `path` was a holder's that is gone (replaced).
-    with reachable_path(path) as where:
+    # Bound under a name of its own, made 0600 and listening, then renamed into place: an asker never
+    # finds it open to others or not yet listening. This process holds the index, so a socket left at
+    # `path` was a holder's that is gone: the rename replaces it.
+    unready = path.with_name(f".{path.name}.{os.getpid()}")
+    with reachable_path(unready) as where, reachable_path(path) as final:
         server = await asyncio.start_unix_server(answer, path=where, limit=REQUEST_LIMIT)
         os.chmod(where, 0o600)
-        bound = os.stat(where).st_ino
+        os.rename(where, final)
+        bound = os.stat(final).st_ino
     try:
         with routed_output():
             yield
@@ -112,6 +116,8 @@ async def _run(runtime: Runtime, argv: list[str], cwd: Path) -> int:
         if (check_arguments := getattr(args, "check_arguments", None)) is not None:
             check_arguments(args)
         await args.handler(args, runtime)
+    except SystemExit as exc:  # a command's own exit status (`reindex --check`'s 1): never this process's
+        return exc.code if isinstance(exc.code, int) else 1
     except ArgumentError as exc:
         print(f"personae: {one_line(str(exc))}", file=sys.stderr)
         return 2
