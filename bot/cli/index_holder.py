@@ -45,11 +45,22 @@ async def serving_index_commands(runtime: Runtime) -> AsyncIterator[None]:
     # finds it open to others or not yet listening. This process holds the index, so a socket left at
     # `path` was a holder's that is gone: the rename replaces it.
     unready = path.with_name(f".{path.name}.{os.getpid()}")
-    with reachable_path(unready) as where, reachable_path(path) as final:
-        server = await asyncio.start_unix_server(answer, path=where, limit=REQUEST_LIMIT)
-        os.chmod(where, 0o600)
-        os.rename(where, final)
-        bound = os.stat(final).st_ino
+    try:
+        with reachable_path(unready) as where, reachable_path(path) as final:
+            server = await asyncio.start_unix_server(answer, path=where, limit=REQUEST_LIMIT)
+            try:
+                os.chmod(where, 0o600)
+                os.rename(where, final)
+                bound = os.stat(final).st_ino
+            except OSError:
+                server.close()
+                with suppress(OSError):
+                    os.unlink(where)
+                raise
+    except OSError as exc:  # a courtesy: without it, other processes find the index busy, as before
+        log.warning("Cannot answer other processes' commands on %s: %s", path, exc)
+        yield
+        return
     try:
         with routed_output():
             yield
