@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 # The features with slash commands (and message menus); chat listens to messages and publishes none.
 SLASH_COMMAND_EXTENSIONS: tuple[str, ...] = ("bot.memory", "bot.personality", "bot.persona")
 EXTENSIONS: tuple[str, ...] = (*SLASH_COMMAND_EXTENSIONS, "bot.chat")
+# Who a start's warm-up speaks as: no Discord id (digits) can be it, and its message is taken back.
+WARM_UP_USER = "warm-up"
 
 
 class PersonaeTree(app_commands.CommandTree["PersonaeBot"]):
@@ -75,6 +77,7 @@ class PersonaeBot(PersonaeClient):
     async def setup_hook(self) -> None:
         for extension in EXTENSIONS:
             await self.load_extension(extension)
+        await warm_up_replies(self.runtime)
 
     async def on_ready(self) -> None:
         log.info("Logged in as %s (%s)", self.user, self.user and self.user.id)
@@ -95,3 +98,20 @@ class CommandPublisher(PersonaeClient):
     async def setup_hook(self) -> None:
         for extension in SLASH_COMMAND_EXTENSIONS:
             await self.load_extension(extension)
+
+
+async def warm_up_replies(runtime: Runtime) -> None:
+    """A reply's path made once before the gateway connects, and undone (ChatService.warm_up): its SQL
+    compiled, the pool's connections opened, the embedding model loaded and the index searched, so the
+    first message or interaction after a start waits on none of it (Discord's 3 s). The model client
+    is loaded before (bot.cli.warm_up, `personae run`). No personality yet: nothing to warm."""
+    personalities = await runtime.personalities.list()
+    if not personalities:
+        return
+    await runtime.chat.warm_up(
+        personality_id=personalities[0].id,
+        user_id=WARM_UP_USER,
+        user_name="Warm-up",
+        guild_id=None,
+        channel_id=None,
+    )

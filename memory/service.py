@@ -36,7 +36,7 @@ from memory.formation.sillytavern import parse_sillytavern
 from memory.formation.stats import MemoryStats, ModeStats, fallback_line, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
-from memory.formation.whole_memory import WholeMemory, resolve_memory_id, whole_memory
+from memory.formation.whole_memory import WholeMemory, resolve_memory_id, short_ids, whole_memory
 from memory.formation.worker import run_worker
 from memory.memory_status import MemoryStatus
 from memory.owners.incognito import IncognitoService
@@ -280,6 +280,10 @@ class MemoryService:
     async def memory_id(self, *, user_id: str, text: str) -> uuid.UUID:
         """The id of the user's memory that `text` names: its id, or a unique prefix of it."""
         return await resolve_memory_id(self._store, user_id=user_id, text=text)
+
+    async def short_ids(self, *, user_id: str, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """Each of the user's memory ids as its shortest unique prefix (8 characters at least)."""
+        return await short_ids(self._store, user_id=user_id, ids=ids)
 
     async def whole(self, *, user_id: str, memory_id: uuid.UUID) -> WholeMemory:
         """One of the user's memories, with how it was made and where it came from."""

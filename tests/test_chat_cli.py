@@ -178,9 +178,9 @@ async def test_why_shows_the_memories_the_last_reply_used_with_their_ids(
     # Before any reply, nothing to show; after it, the memory its prompt held, by id.
     assert "(no reply yet" in out
     assert "The last reply used 1 memory:" in out
-    row = next(line for line in out.splitlines() if line.startswith(str(memory.id)))
+    row = next(line for line in out.splitlines() if line.startswith(str(memory.id)[:8] + " "))
     assert "#1" in row and "Biscuit" in row
     # The same receipt from the command line, by the reply's id.
     code, out, err = await personae("memory", "used", str(reply), "--user", "42", env=env, cwd=tmp_path)
     assert code == 0, err
-    assert out.splitlines()[0].endswith("used 1 memory:") and str(memory.id) in out
+    assert out.splitlines()[0].endswith("used 1 memory:") and f"\n{str(memory.id)[:8]} " in out

@@ -30,6 +30,7 @@ def test_a_users_memories_are_listed_searched_pinned_corrected_forgotten_and_exp
     assert columns.split() == ["ID", "DATE", "PERSONALITY", "MEMORY"]
     assert rows[-1] == "More: --offset 2."
     newest = rows[0].split()[0]
+    assert len(newest) == 8  # its shortest unique prefix, as git shows a commit
 
     code, out, _ = run(
         capsys, "memory", "search", "what is my bonsai called", "--user", "1002", "--limit", "3"
@@ -42,7 +43,8 @@ def test_a_users_memories_are_listed_searched_pinned_corrected_forgotten_and_exp
     # Alice cannot reach Bob's memory by its id, whatever the command.
     for command in (["show", bonsai], ["pin", bonsai], ["forget", bonsai], ["correct", bonsai, "mine now"]):
         code, _, err = run(capsys, "memory", *command, "--user", "1001")
-        assert (code, err) == (1, f"personae: User 1001 has no memory with id {bonsai}.\n"), command
+        missing = f"personae: User 1001 has no memory whose id starts with {bonsai}.\n"
+        assert (code, err) == (1, missing), command
 
     assert run(capsys, "memory", "pin", bonsai, "--user", "1002")[0] == 0
     code, out, _ = run(
@@ -182,7 +184,7 @@ def test_a_replys_receipt_and_fresh_mode_from_the_command_line(
     header, columns, row = out.splitlines()[:3]
     assert header in ("The reply to message q1 used 1 memory:", "The reply to message q1 used 2 memories:")
     assert columns.split() == ["ID", "DATE", "WHY", "MEMORY"]
-    assert row.split()[:3] == [memory_id, "2024-05-01", "#1"] and "Biscuit turns 4" in row
+    assert row.split()[:3] == [memory_id[:8], "2024-05-01", "#1"] and "Biscuit turns 4" in row
     code, _, err = run(capsys, "memory", "used", "q2", "--user", "1002")
     assert (code, err) == (1, "personae: Only the person this reply answered can see the memories it used.\n")
 
@@ -192,6 +194,10 @@ def test_a_replys_receipt_and_fresh_mode_from_the_command_line(
         "Fresh mode is on for user 1001 with Sage: replies use none of their memories "
         "(new ones still form, unless incognito is on).\n",
     )
+    # `recall` still shows what matches, and says first that a reply would recall none of it.
+    code, out, _ = run(capsys, "recall", "Biscuit", "--personality", "sage", "--user", "1001")
+    fresh = "(fresh mode is on for user 1001 with Sage: a reply recalls none of these; "
+    assert code == 0 and out.startswith(fresh) and "Biscuit" in out.split("\n", 1)[1], out
     code, out, _ = run(capsys, "memory", "fresh", "off", "--user", "1001")
     assert (
         out == "Fresh mode is off for user 1001 with every personality: replies use their memories again.\n"

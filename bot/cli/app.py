@@ -7,7 +7,9 @@ with `index_when_used` the Runtime whose index opens only if the command comes t
 that reads PostgreSQL runs beside the bot). `embeds` starts loading the embedding model at once, while
 the database is reached. `warms_llm` loads the model client in a thread from the start (bot.cli.warm_up).
 `standalone` commands (run, sync-commands, db status|stop) get the settings
-and build what they need.
+and build what they need. A command that holds the index a long while (`serves_index`: the terminal
+chat, the worker) answers the recall and memory commands of other processes meanwhile
+(bot.cli.index_holder); those commands go to it when it is there (bot.cli.index_client).
 """
 
 from __future__ import annotations
@@ -86,7 +88,13 @@ async def run_handler(args: argparse.Namespace, settings: BotSettings) -> None:
             core, embedder=embedder, rebuild_index=rebuild, index_when_used=not with_memory
         ) as runtime:
             collect_garbage_from_now()
-            await args.handler(args, runtime)
+            if not getattr(args, "serves_index", False):
+                await args.handler(args, runtime)
+                return
+            from bot.cli.index_holder import serving_index_commands
+
+            async with serving_index_commands(runtime):
+                await args.handler(args, runtime)
 
 
 def explain_connection_error(exc: BaseException, settings: BotSettings) -> str | None:
@@ -201,6 +209,11 @@ def _run_command(argv: Sequence[str] | None) -> int:
         if standalone is not None:
             collect_garbage_from_now()
             return int(standalone(args, settings))
+        from bot.cli.index_client import ask_index_holder
+
+        forwarded = ask_index_holder(args, sys.argv[1:] if argv is None else argv, settings)
+        if forwarded is not None:
+            return forwarded
         asyncio.run(run_handler(args, settings))
         sys.stdout.flush()  # a broken pipe shows here, while it can still be handled
     except BrokenPipeError:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from bot.cli.output import ArgumentError, CommandError
+from bot.cli.chat_arguments import check_chat_arguments
+from bot.cli.output import CommandError
 from bot.cli.terminal import (
     CHANNEL,
     PROMPT,
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from models import Personality
 
 log = logging.getLogger(__name__)
-
-MAX_NAME_LENGTH = 100  # a message's author name (models.Message)
 
 T = TypeVar("T")
 
@@ -70,23 +69,8 @@ def add_commands(commands: Subcommands) -> None:
         embeds=True,
         log_file=chat_log_file,
         warms_llm=True,
+        serves_index=True,  # recall and the memory commands of other processes (bot.cli.index_holder)
     )
-
-
-def check_chat_arguments(args: argparse.Namespace) -> None:
-    """--user and --name as they can be stored: an id of at most 64 characters, a name of 100."""
-    from memory.owners.personality_fields import MAX_ID_LENGTH
-
-    if len(args.user) > MAX_ID_LENGTH:
-        raise ArgumentError(
-            f"--user is {len(args.user)} characters; a user id is at most {MAX_ID_LENGTH} "
-            "(a Discord id has 17 to 20 digits)"
-        )
-    if len(args.name) > MAX_NAME_LENGTH:
-        raise ArgumentError(
-            f"--name is {len(args.name)} characters; the name the personality sees is at most "
-            f"{MAX_NAME_LENGTH}"
-        )
 
 
 def chat_log_file(settings: BotSettings) -> Path:
@@ -274,7 +258,7 @@ class TerminalChat:
         receipt = await self.runtime.memory.reply_receipt(
             user_id=self.user_id, message_id=self.last_message_id
         )
-        print_receipt(receipt, "The last reply")
+        await print_receipt(self.runtime, self.user_id, receipt, "The last reply")
 
     async def retry(self, _: str) -> None:
         """The 🔄: the last message answered again, the new reply in place of the old one."""

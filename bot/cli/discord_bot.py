@@ -64,14 +64,20 @@ async def serve(settings: BotSettings, token: str) -> None:
     """Build the runtime, then the bot on it, and stay connected to Discord until stopped."""
     import aiohttp
 
+    from bot.cli.index_holder import serving_index_commands
     from bot.cli.warm_up import ModelClientWarmUp
     from bot.client import PersonaeBot
     from bot.runtime import open_runtime
 
     stop_on_sigterm()
     model_client = ModelClientWarmUp(settings.chat_model)  # loaded while the runtime opens
-    async with open_runtime(settings) as runtime, PersonaeBot(runtime=runtime) as bot:
-        # Connected only once loaded: no message or interaction then waits on it on the event loop.
+    async with (
+        open_runtime(settings) as runtime,
+        serving_index_commands(runtime),  # `personae recall` and `memory ...` run beside the bot
+        PersonaeBot(runtime=runtime) as bot,
+    ):
+        # Connected only once loaded: no message or interaction then waits on it on the event loop
+        # (nor on a reply's path, made once by the bot's setup: bot.client.warm_up_replies).
         await model_client.ready()
         try:
             await bot.start(token)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,7 +79,8 @@ def add_commands(commands: Subcommands) -> None:
         "recall",
         help="search a user's memories of a personality, as a reply would recall them",
         description="What the personality would recall for this user: the best memories first, the first "
-        "with the exchanges said around it when they fit.",
+        "with the exchanges said around it when they fit. With the user's fresh mode on, a reply recalls "
+        "none: a line says so first.",
     )
     recall.add_argument("query", nargs="?", help="what to look for")
     recall.add_argument(
@@ -130,7 +132,7 @@ def add_commands(commands: Subcommands) -> None:
         description="Form memories from the message log until stopped (Ctrl-C): for deployments that run "
         "formation apart from the bot.",
     )
-    worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True)
+    worker.set_defaults(handler=cmd_worker, with_memory=True, long_running=True, serves_index=True)
 
 
 def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], list[SkippedLine], str | None]:
@@ -289,6 +291,12 @@ async def cmd_recall(args: argparse.Namespace, runtime: Runtime) -> None:
         raise CommandError("The --limit must be between 1 and 100")
     user, guild = check_id(args.user, "--user"), check_id(args.guild, "--guild")
     personality = await runtime.personalities.get(args.personality)
+    if await runtime.user_settings.is_fresh(user, personality.id):  # a reply would recall none of these
+        print(
+            f"(fresh mode is on for user {user} with {personality.display_name}: a reply recalls none of "
+            f"these; `personae memory fresh off --user {user}` ends it)",
+            file=sys.stderr if args.json else sys.stdout,  # --json's output stays JSON
+        )
     # Arguments that are not UTF-8 come in as lone surrogates, which stdout cannot print back.
     for query in map(storable_text, queries):
         memories = await runtime.memory.recall(

@@ -157,8 +157,12 @@ def read_text_file(path: Path, what: str) -> str:
 def confirm(question: str, *, yes: bool) -> bool:
     """True when `--yes` was given or the user answers y at the terminal; without a terminal to ask,
     a CommandError naming `--yes` (a script must say so)."""
+    from bot.cli.routed_output import runs_for_another_process
+
     if yes:
         return True
+    if runs_for_another_process():  # this process's terminal is not the asker's (bot.cli.index_holder)
+        raise CommandError(f"{question} Pass --yes to confirm (the process holding the index cannot ask).")
     if not sys.stdin.isatty():
         raise CommandError(f"{question} Pass --yes to confirm (there is no terminal to ask).")
     try:

@@ -93,9 +93,12 @@ def add_commands(commands: Subcommands) -> None:
     card_import = pcommands.add_parser(
         "import",
         help="create a personality from a character card (V1, V2 or V3; JSON or PNG)",
-        description="Create a personality from a character card; the card's name is its name unless --name.",
+        description="Create a personality from a character card (V1, V2 or V3; JSON or PNG); the card's "
+        "name is its name unless --name.",
     )
-    card_import.add_argument("file", type=Path, help="the card: .json, or .png with the card embedded")
+    card_import.add_argument(
+        "file", type=Path, help="the card, V1, V2 or V3: .json, or .png with the card embedded"
+    )
     card_import.add_argument("--name", help="the personality's name (default: the card's name)")
     card_import.add_argument(
         "--display-name", help="the name its replies are posted under (default: the card's)"

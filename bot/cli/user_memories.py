@@ -136,10 +136,19 @@ def _line(text: str) -> str:
     return flat if len(flat) <= TEXT_SHOWN else flat[: TEXT_SHOWN - 1] + "…"
 
 
-def _print_memories(memories: list[BrowsedMemory]) -> None:
+async def _short_ids(runtime: Runtime, user: str, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The ids as a listing shows them: each one's shortest unique prefix, as `memory show` takes it."""
+    return await runtime.memory.short_ids(user_id=user, ids=ids)
+
+
+def _id_column(short: dict[uuid.UUID, str]) -> tuple[str, int]:
+    return ("ID", max(map(len, short.values()), default=8))
+
+
+def _print_memories(memories: list[BrowsedMemory], short: dict[uuid.UUID, str]) -> None:
     rows = [
         (
-            str(m.id),
+            short.get(m.id, str(m.id)),
             f"{m.occurred_at:%Y-%m-%d}",
             m.personality_name[:16],
             ("[pinned] " if m.pinned else "")
@@ -149,7 +158,7 @@ def _print_memories(memories: list[BrowsedMemory]) -> None:
         )
         for m in memories
     ]
-    print_table([("ID", 36), ("DATE", 10), ("PERSONALITY", 16), ("MEMORY", 0)], rows, empty="")
+    print_table([_id_column(short), ("DATE", 10), ("PERSONALITY", 16), ("MEMORY", 0)], rows, empty="")
 
 
 def _of(user: str, p: Personality | None) -> str:
@@ -172,7 +181,7 @@ async def cmd_memory_list(args: argparse.Namespace, runtime: Runtime) -> None:
         return
     last = args.offset + len(page.memories)
     print(f"Memories {_of(user, p)}, newest first: {args.offset + 1} to {last} of {page.total}.")
-    _print_memories(page.memories)
+    _print_memories(page.memories, await _short_ids(runtime, user, [m.id for m in page.memories]))
     if last < page.total:
         print(f"More: --offset {last}.")
 
@@ -188,7 +197,7 @@ async def cmd_memory_search(args: argparse.Namespace, runtime: Runtime) -> None:
         print(f"No memories {_of(user, p)} match {args.query!r}.")
         return
     print(f"Memories {_of(user, p)} matching {args.query!r}, best first:")
-    _print_memories(found)
+    _print_memories(found, await _short_ids(runtime, user, [m.id for m in found]))
 
 
 async def cmd_memory_show(args: argparse.Namespace, runtime: Runtime) -> None:
@@ -250,10 +259,11 @@ REASONS = {"pinned": "pinned", "rank": "#{rank}", "context": "around #{rank}"}
 async def cmd_memory_used(args: argparse.Namespace, runtime: Runtime) -> None:
     user, _ = await _scope(runtime, args)
     message_id = check_id(str(args.message_id).strip(), "MESSAGE_ID")
-    print_receipt(await runtime.memory.reply_receipt(user_id=user, message_id=message_id))
+    receipt = await runtime.memory.reply_receipt(user_id=user, message_id=message_id)
+    await print_receipt(runtime, user, receipt)
 
 
-def print_receipt(receipt: ReplyReceipt, reply: str = "") -> None:
+async def print_receipt(runtime: Runtime, user: str, receipt: ReplyReceipt, reply: str = "") -> None:
     """The memories a reply used, a row each with its id, date and why it was chosen; `reply` names
     it (default: by the message it answered)."""
     reply = reply or f"The reply to message {receipt.answered_message_id}"
@@ -264,16 +274,17 @@ def print_receipt(receipt: ReplyReceipt, reply: str = "") -> None:
     count = len(receipt.memories)
     used = f"{count} memory" if count == 1 else f"{count} memories"
     print(f"{reply} used {used}{gone}:")
+    short = await _short_ids(runtime, user, [m.id for m in receipt.memories])
     rows = [
         (
-            str(m.id),
+            short.get(m.id, str(m.id)),
             f"{m.occurred_at:%Y-%m-%d}",
             REASONS[m.reason].format(rank=m.rank),
             ("[pinned] " if m.pinned else "") + ("[superseded] " if m.superseded else "") + _line(m.content),
         )
         for m in receipt.memories
     ]
-    print_table([("ID", 36), ("DATE", 10), ("WHY", 10), ("MEMORY", 0)], rows, empty="")
+    print_table([_id_column(short), ("DATE", 10), ("WHY", 10), ("MEMORY", 0)], rows, empty="")
 
 
 async def cmd_memory_fresh(args: argparse.Namespace, core: Core) -> None:

@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, String, cast, select
+from sqlalchemy import ColumnElement, String, cast, func, select
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.formation.fidelity import extract_key_facts
@@ -32,6 +32,9 @@ from memory.recall.store import MemoryStore
 from memory.types import MemoryState, MessageRole
 from models import Conversation, ForgottenClaim, Memory
 
+# The fewest characters of an id a listing shows (git's default abbreviation is 7; a memory's id has
+# its first hyphen at 9, so 8 is its first part whole).
+SHORT_ID_LENGTH = 8
 # Ids of several memories an ambiguous prefix names, at most, in its error.
 AMBIGUOUS_SHOWN = 5
 ID_CHARS = re.compile(r"[0-9a-f-]{1,36}")
@@ -138,6 +141,39 @@ async def resolve_memory_id(store: MemoryStore, *, user_id: str, text: str) -> u
         more = " and more" if len(found) > AMBIGUOUS_SHOWN else ""
         raise InvalidInputError(f"The id prefix {prefix} is ambiguous: {shown}{more} start with it.")
     return found[0]
+
+
+async def short_ids(store: MemoryStore, *, user_id: str, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """Each id's shortest prefix, of at least SHORT_ID_LENGTH characters, that no other of the user's live
+    memories starts with (what `resolve_memory_id` takes back), as git abbreviates commits. An id is
+    told from all others by telling it from its neighbours in id order, which the database finds."""
+    if not ids:
+        return {}
+    ordered = (
+        select(
+            Memory.id,
+            func.lag(Memory.id).over(order_by=Memory.id).label("before"),
+            func.lead(Memory.id).over(order_by=Memory.id).label("after"),
+        )
+        .where(*_live(user_id))
+        .subquery()
+    )
+    async with store.sessionmaker() as session:
+        rows = (await session.execute(select(ordered).where(ordered.c.id.in_(ids)))).all()
+    return {row.id: _shortest_prefix(row.id, [row.before, row.after]) for row in rows}
+
+
+def _shortest_prefix(memory_id: uuid.UUID, neighbours: list[uuid.UUID | None]) -> str:
+    whole = str(memory_id)
+    shared = [_common_length(whole, str(n)) for n in neighbours if n is not None]
+    length = max([SHORT_ID_LENGTH, *(n + 1 for n in shared)])
+    if whole[length - 1 : length] == "-":  # a prefix does not end on a hyphen: one character more
+        length += 1
+    return whole[:length]
+
+
+def _common_length(one: str, other: str) -> int:
+    return next((at for at, (a, b) in enumerate(zip(one, other, strict=True)) if a != b), len(one))
 
 
 async def whole_memory(store: MemoryStore, *, user_id: str, memory_id: uuid.UUID) -> WholeMemory:
