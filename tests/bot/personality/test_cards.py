@@ -14,8 +14,10 @@ import pytest
 from PIL import Image
 from sqlalchemy import func, select
 
+from bot.runtime import Runtime
 from memory.owners.card_prompt import compose_prompt
-from memory.owners.cards import MAX_CARD_FILE_BYTES, card_report, parse_card
+from memory.owners.card_report import card_report
+from memory.owners.cards import MAX_CARD_FILE_BYTES, parse_card
 from models import Personality
 from testkit.discord_payloads import EPHEMERAL
 from testkit.fake_discord import Attachment, Emoji, FakeDiscord, Invocation
@@ -56,7 +58,7 @@ def refuse_emojis(discord: FakeDiscord) -> None:
     discord.fail("POST", r"/applications/\d+/emojis", 400, 30018, "Maximum number of emojis reached (2000)")
 
 
-async def personalities(runtime: Any) -> list[Personality]:
+async def personalities(runtime: Runtime) -> list[Personality]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Personality).order_by(Personality.name))).all())
 
@@ -70,7 +72,7 @@ def uploaded_picture(emoji: Emoji) -> Image.Image:
 
 
 async def test_a_png_card_becomes_a_personality_with_its_picture_as_avatar(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     reply = await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
     assert reply.reply.ephemeral
@@ -92,7 +94,7 @@ async def test_a_png_card_becomes_a_personality_with_its_picture_as_avatar(
 
 
 async def test_a_v3_png_with_a_name_and_a_refused_upload_falls_back_to_the_cards_icon(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     refuse_emojis(fake_discord)
     card = v3(SERAPHINA_V2, assets=[{"type": "icon", "uri": ICON, "name": "main"}])
@@ -108,7 +110,7 @@ async def test_a_v3_png_with_a_name_and_a_refused_upload_falls_back_to_the_cards
 
 
 async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_said(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     reply = await import_card(fake_discord, json.dumps(SERAPHINA_V2).encode(), "seraphina.json")
     assert "No avatar; set one with `/personality edit`." in reply.text
@@ -137,7 +139,7 @@ async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_
     ids=["zip-bomb", "truncated", "wrong-type", "not-a-card", "too-large"],
 )
 async def test_broken_cards_are_one_ephemeral_line_and_make_nothing(
-    fake_discord: FakeDiscord, runtime: Any, data: bytes, size: int | None, message: str
+    fake_discord: FakeDiscord, runtime: Runtime, data: bytes, size: int | None, message: str
 ) -> None:
     reply = await import_card(fake_discord, data, size=size)
     assert reply.reply.ephemeral
@@ -146,7 +148,7 @@ async def test_broken_cards_are_one_ephemeral_line_and_make_nothing(
     assert fake_discord.emojis == {}
 
 
-async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await fake_discord.command(
         "personality create", user=OTHER, name="Seraphina", display_name="Mine", prompt="You are mine."
     )
@@ -159,7 +161,7 @@ async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Any) 
 
 
 async def test_export_gives_the_owner_a_card_that_imports_back(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await import_card(fake_discord, card_png(SERAPHINA_V2))
     refused = await fake_discord.command("personality export", user=OTHER, personality="seraphina")
@@ -200,7 +202,7 @@ async def test_export_gives_the_owner_a_card_that_imports_back(
 
 
 async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_picture(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
     other = fake_discord.emojis[777] = Emoji(777, "not_ours", "")
@@ -229,7 +231,7 @@ async def test_import_reports_what_the_card_brings_as_the_cli_does(fake_discord:
 
 
 async def test_a_v3_card_exports_as_v3_in_json_or_in_a_png_and_imports_back_equal(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     card = v3(
         SERAPHINA_V2,
@@ -274,7 +276,7 @@ async def test_a_v3_card_exports_as_v3_in_json_or_in_a_png_and_imports_back_equa
 
 
 async def test_an_unexpected_failure_while_hosting_the_picture_leaves_nothing_behind(
-    fake_discord: FakeDiscord, runtime: Any, monkeypatch: pytest.MonkeyPatch
+    fake_discord: FakeDiscord, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Discord's connection dropped while the picture became an emoji: the import fails whole, no
     personality, no emoji, and the user reads one line (issue 20, 7)."""

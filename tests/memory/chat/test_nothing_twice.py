@@ -4,8 +4,7 @@ PostgreSQL, Qdrant Edge, the embedder, and the chat LLM over HTTP."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.runtime import Runtime
 from memory.chat.prompt import MEMORY_HEADER
 from models import Personality
 from testkit.llm_server import LLMTestServer
@@ -16,7 +15,7 @@ QUESTION = "What is my dog Biscuit called and what scares her?"
 
 
 async def test_memories_of_the_history_shown_are_not_recalled_again(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, thank you."
     for text in SAID:

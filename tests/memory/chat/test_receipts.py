@@ -4,10 +4,9 @@ embedder, and the chat LLM over HTTP."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from bot.runtime import Runtime
 from memory.chat.prompt import MEMORY_HEADER
 from models import Personality
 from testkit.llm_server import LLMTestServer
@@ -21,7 +20,7 @@ SAID = (
 )
 
 
-async def tell(runtime: Any, lilith: Personality, llm_server: LLMTestServer) -> None:
+async def tell(runtime: Runtime, lilith: Personality, llm_server: LLMTestServer) -> None:
     """Told in another channel: memories of messages the history shows are not recalled."""
     llm_server.responder = lambda body: "Noted, thank you."
     for text in SAID:
@@ -34,7 +33,7 @@ def system_prompt(llm_server: LLMTestServer) -> str:
 
 
 async def test_the_receipt_holds_exactly_the_memories_in_the_prompt(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     await tell(runtime, lilith, llm_server)
     req = request(lilith, "What is my dog Biscuit called and what scares her?")
@@ -55,7 +54,7 @@ async def test_the_receipt_holds_exactly_the_memories_in_the_prompt(
 
 
 async def test_memories_left_out_for_the_budget_are_not_on_the_receipt(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await tell(runtime, lilith, llm_server)
     await use_small_window(runtime, lilith, llm_server, monkeypatch, window=700)
@@ -73,7 +72,7 @@ async def test_memories_left_out_for_the_budget_are_not_on_the_receipt(
 
 
 async def test_fresh_mode_uses_no_memories_and_keeps_no_receipt(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     await tell(runtime, lilith, llm_server)
     await runtime.user_settings.set_fresh("1001", True)

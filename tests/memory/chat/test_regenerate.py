@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.runtime import Runtime
 from memory.chat.regenerate import BUSY, GONE, NOT_LATEST, NOT_YOURS
 from memory.chat.service import ChatTurn
 from memory.errors import UserFacingError
@@ -22,7 +23,7 @@ ALICE = "1001"
 
 
 async def answer_again(
-    runtime: Any,
+    runtime: Runtime,
     conversation_id: int,
     message_id: str,
     *part_ids: str,
@@ -39,7 +40,7 @@ async def answer_again(
 
 
 async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Part one about owls.\n\nPart two about owls."
     first = request(lilith, "Tell me about the owls in the tower.")
@@ -76,13 +77,13 @@ async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer
 
 
 async def test_a_failed_model_leaves_the_old_answer(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "The owls sleep by day."
     first = request(lilith, "When do the owls sleep?")
     turn = await answer(runtime, first, "o1")
     conversation_id = turn.reply.prepared.conversation_id
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
     again = await answer_again(runtime, conversation_id, first.message_id, "o1")
     assert not again.reply.ok and again.after is None
@@ -93,7 +94,7 @@ async def test_a_failed_model_leaves_the_old_answer(
 
 
 async def test_the_rolling_summary_only_holds_the_answer_that_stays(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     runtime.chat._rolling.threshold_tokens = 1
     runtime.chat._rolling.min_messages = 2
@@ -123,7 +124,7 @@ async def test_the_rolling_summary_only_holds_the_answer_that_stays(
 
 
 async def test_a_reply_already_in_a_summary_is_refused(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """A summary made before replies were held back from it (an older deployment) is respected."""
     first = request(lilith, "Hello there.")
@@ -148,16 +149,21 @@ async def test_a_reply_already_in_a_summary_is_refused(
     assert len(llm_server.requests) == asked
 
 
-async def test_refusals_name_the_reason(runtime: Any, lilith: Personality, llm_server: LLMTestServer) -> None:
+async def test_refusals_name_the_reason(
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
+) -> None:
     first = request(lilith, "Hello there.")
     turn = await answer(runtime, first, "n1")
-    where = {"conversation_id": turn.reply.prepared.conversation_id, "message_id": first.message_id}
+    where: dict[str, Any] = {
+        "conversation_id": turn.reply.prepared.conversation_id,
+        "message_id": first.message_id,
+    }
     with pytest.raises(UserFacingError, match=NOT_YOURS):
         await runtime.chat.request_again(**where, user_id="someone-else")
     with pytest.raises(UserFacingError, match=GONE):
         await runtime.chat.request_again(**(where | {"message_id": "never-said"}), user_id=ALICE)
     # A message that got no reply (the model failed) has nothing to regenerate.
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
     unanswered = request(lilith, "Are you there?")
     failed = await answer(runtime, unanswered)
@@ -171,7 +177,7 @@ async def test_refusals_name_the_reason(runtime: Any, lilith: Personality, llm_s
 
 
 async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "First answer."
     first = request(lilith, "Hello there.")
@@ -196,7 +202,7 @@ async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
 
 
 async def test_one_regeneration_at_a_time(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     first = request(lilith, "Hello there.")
     turn = await answer(runtime, first, "b1")

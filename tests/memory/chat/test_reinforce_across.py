@@ -5,10 +5,9 @@ service; real PostgreSQL, Qdrant Edge, the embedder and the chat LLM over HTTP."
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from models import Memory, Personality
 from testkit.llm_server import LLMTestServer
 from tests.memory.chat.turns import answer, request
@@ -17,13 +16,13 @@ SAID = "My dog Biscuit is a three year old beagle who loves the beach."
 DM = {"guild_id": None, "channel_id": "dm-1"}
 
 
-async def rows(runtime: Any) -> list[Memory]:
+async def rows(runtime: Runtime) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
 
 async def test_the_same_line_after_a_new_conversation_reinforces_its_memory(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, thank you."
     await answer(runtime, request(lilith, SAID, **DM))

@@ -8,9 +8,11 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.chat.service import ChatRequest, ChatTurn
 from models import Message, Personality
 from testkit.chat import ReplyRecorder
+from testkit.llm_server import LLMTestServer
 
 counter = iter(range(10_000, 1_000_000))
 
@@ -30,7 +32,7 @@ def request(personality: Personality, text: str, **kwargs: Any) -> ChatRequest:
     return ChatRequest(**values)
 
 
-async def stored(runtime: Any, conversation_id: int, *, role: str | None = None) -> list[Message]:
+async def stored(runtime: Runtime, conversation_id: int, *, role: str | None = None) -> list[Message]:
     """The conversation's messages (of one role, when given), oldest first."""
     query = select(Message).where(Message.conversation_id == conversation_id)
     if role is not None:
@@ -39,12 +41,12 @@ async def stored(runtime: Any, conversation_id: int, *, role: str | None = None)
         return list((await session.scalars(query.order_by(Message.id))).all())
 
 
-async def answer(runtime: Any, req: ChatRequest, *part_ids: str) -> ChatTurn:
+async def answer(runtime: Runtime, req: ChatRequest, *part_ids: str) -> ChatTurn:
     """One chat turn, the reply stored as `part_ids` (see ReplyRecorder)."""
     turn: ChatTurn = await runtime.chat.answer(req, ReplyRecorder(*part_ids))
     return turn
 
 
-def chat_requests(llm_server: Any) -> list[dict[str, Any]]:
+def chat_requests(llm_server: LLMTestServer) -> list[dict[str, Any]]:
     """What the chat model was asked (not the summarizer the turn may call), oldest first."""
     return [r for r in llm_server.requests if r.get("model") == "test-chat"]

@@ -158,7 +158,7 @@ def cfg_of(server: LLMTestServer) -> ModelConfig:
 def worker(
     sessionmaker: async_sessionmaker[AsyncSession],
     index: Any,
-    embedder: Any,
+    embedder: Embedder,
     server: LLMTestServer,
 ) -> MemoryService:
     # Four calls in flight from the start: the first two batches summarize at once.

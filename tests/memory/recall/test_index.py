@@ -27,6 +27,7 @@ from memory.recall.index import (
     IndexBusyError,
     IndexDamagedError,
     PayloadKind,
+    ScrollOffset,
     VectorIndex,
     payload_dict,
 )
@@ -346,9 +347,11 @@ async def test_ids_and_count(index: VectorIndex, monkeypatch: pytest.MonkeyPatch
 
     assert await index.count() == 11
     pages: list[int] = []
-    scroll_page = index._scroll_page  # type: ignore[attr-defined]
+    scroll_page = index._scroll_page
 
-    async def counted(personality_id: int | None, offset: object, limit: int) -> object:
+    async def counted(
+        personality_id: int | None, offset: ScrollOffset, limit: int
+    ) -> tuple[list[uuid.UUID], ScrollOffset]:
         pages.append(limit)
         return await scroll_page(personality_id, offset, limit)
 
