@@ -14,10 +14,10 @@ from memory.chat.regenerate import BUSY, GONE, NOT_LATEST, NOT_YOURS
 from memory.chat.service import ChatTurn
 from memory.errors import UserFacingError
 from models import Personality, Summary
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 from testkit.llm_server import Fail, LLMTestServer
 from tests.memory.chat.memories import remembered
-from tests.memory.chat.turns import answer, request, stored
+from tests.memory.chat.turns import answer, stored
 
 ALICE = "1001"
 
@@ -43,7 +43,7 @@ async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer
     runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Part one about owls.\n\nPart two about owls."
-    first = request(lilith, "Tell me about the owls in the tower.")
+    first = chat_request(lilith.id, "Tell me about the owls in the tower.")
     turn = await answer(runtime, first, "p1", "p2")
     conversation_id = turn.reply.prepared.conversation_id
     [old] = await remembered(runtime.user_settings, ALICE)
@@ -80,7 +80,7 @@ async def test_a_failed_model_leaves_the_old_answer(
     runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "The owls sleep by day."
-    first = request(lilith, "When do the owls sleep?")
+    first = chat_request(lilith.id, "When do the owls sleep?")
     turn = await answer(runtime, first, "o1")
     conversation_id = turn.reply.prepared.conversation_id
     runtime.llm.retry.backoff_base = 0.0
@@ -101,7 +101,7 @@ async def test_the_rolling_summary_only_holds_the_answer_that_stays(
     llm_server.responder = lambda body: (
         "A title" if body["model"] == "test-summarizer" else "The map room opens at nine."
     )
-    first = request(lilith, "When does the map room open?")
+    first = chat_request(lilith.id, "When does the map room open?")
     turn = await answer(runtime, first, "r1")
     conversation_id = turn.reply.prepared.conversation_id
     # The latest reply can still change: it waits for the next update.
@@ -110,7 +110,7 @@ async def test_the_rolling_summary_only_holds_the_answer_that_stays(
         "A title" if body["model"] == "test-summarizer" else "The map room opens at ten."
     )
     await answer_again(runtime, conversation_id, first.message_id, "r1")
-    turn = await answer(runtime, request(lilith, "And the archive?"), "r2")
+    turn = await answer(runtime, chat_request(lilith.id, "And the archive?"), "r2")
     report = turn.after
     assert report is not None and report.summary is not None and report.summary.message_count == 2
     summarized = [r for r in llm_server.requests if r["model"] == "test-summarizer"]
@@ -127,7 +127,7 @@ async def test_a_reply_already_in_a_summary_is_refused(
     runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """A summary made before replies were held back from it (an older deployment) is respected."""
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "s1")
     conversation_id = turn.reply.prepared.conversation_id
     [row] = await stored(runtime, conversation_id, role="assistant")
@@ -152,7 +152,7 @@ async def test_a_reply_already_in_a_summary_is_refused(
 async def test_refusals_name_the_reason(
     runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "n1")
     where: dict[str, Any] = {
         "conversation_id": turn.reply.prepared.conversation_id,
@@ -165,7 +165,7 @@ async def test_refusals_name_the_reason(
     # A message that got no reply (the model failed) has nothing to regenerate.
     runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
-    unanswered = request(lilith, "Are you there?")
+    unanswered = chat_request(lilith.id, "Are you there?")
     failed = await answer(runtime, unanswered)
     assert not failed.reply.ok
     with pytest.raises(UserFacingError, match=GONE):
@@ -180,7 +180,7 @@ async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
     runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "First answer."
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "w1")
     conversation_id = turn.reply.prepared.conversation_id
     release = asyncio.Event()
@@ -192,7 +192,7 @@ async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
     running = asyncio.create_task(runtime.chat.answer(req, delivery))
     await delivery.wrote.wait()
     llm_server.responder = lambda body: "Newer answer."
-    await answer(runtime, request(lilith, "And another thing."), "w2")
+    await answer(runtime, chat_request(lilith.id, "And another thing."), "w2")
     release.set()
     with pytest.raises(UserFacingError, match=NOT_LATEST):
         await running
@@ -204,7 +204,7 @@ async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
 async def test_one_regeneration_at_a_time(
     runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "b1")
     conversation_id = turn.reply.prepared.conversation_id
     release = asyncio.Event()

@@ -19,7 +19,7 @@ from memory.formation.forming import CLAIM_LOCK_SPACE
 from memory.recall.keyword_texts import logged_keyword_texts
 from memory.types import MessageRole
 from models import Memory, Message, Personality
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 from testkit.llm_server import Fail, LLMTestServer
 from tests.memory.chat.turns import answer
 
@@ -29,14 +29,15 @@ BOB_MEMORY = "Bob: Lilith, what's a good book?\nLilith: Bob, try Dune."
 
 
 def request(personality: Personality, user_id: str, name: str, message_id: str, text: str) -> ChatRequest:
-    return ChatRequest(
-        personality_id=personality.id,
+    """A user's message in the shared channel."""
+    return chat_request(
+        personality.id,
+        text,
         user_id=user_id,
         user_name=name,
         guild_id=GUILD,
         channel_id=CHANNEL,
         message_id=message_id,
-        text=text,
     )
 
 

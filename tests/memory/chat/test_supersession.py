@@ -13,9 +13,9 @@ from bot.runtime import Runtime
 from memory.chat.prompt import MEMORY_HEADER
 from memory.recall.keywords import spoken_date
 from models import ForgottenClaim, Memory, Personality
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import chat_requests, request
+from tests.memory.chat.turns import chat_requests
 
 HORSE = "My horse is called Thistle and he is a grey cob."
 RIBBON = "We won a blue ribbon at the county show on Saturday."
@@ -24,9 +24,11 @@ REPLY_THISTLE = "Thistle must be delighted after that ribbon!"
 QUESTION = "What is my horse called?"
 
 
-async def turn(runtime: Runtime, lilith: Personality, text: str, **venue: str) -> tuple[str, ReplyRecorder]:
+async def turn(
+    runtime: Runtime, lilith: Personality, text: str, channel_id: str = "600"
+) -> tuple[str, ReplyRecorder]:
     """One chat turn (formed after the reply); the message's id and what was told of it."""
-    req = request(lilith, text, **venue)
+    req = chat_request(lilith.id, text, channel_id=channel_id)
     recorder = ReplyRecorder()
     await runtime.chat.answer(req, recorder)
     return req.message_id, recorder

@@ -1,5 +1,5 @@
-"""Chat turns as the tests make and read them: a request to a personality (a fresh message id each),
-the turn production runs (ChatService.answer) with the reply stored under chosen ids, and a
+"""Chat turns as the tests make and read them (the request itself: testkit.chat.chat_request): the
+turn production runs (ChatService.answer) with the reply stored under chosen ids, and a
 conversation's message log as stored."""
 
 from __future__ import annotations
@@ -10,26 +10,9 @@ from sqlalchemy import select
 
 from bot.runtime import Runtime
 from memory.chat.service import ChatRequest, ChatTurn
-from models import Message, Personality
+from models import Message
 from testkit.chat import ReplyRecorder
 from testkit.llm_server import LLMTestServer
-
-counter = iter(range(10_000, 1_000_000))
-
-
-def request(personality: Personality, text: str, **kwargs: Any) -> ChatRequest:
-    """Alice's message in a guild channel, unless kwargs say otherwise."""
-    values: dict[str, Any] = {
-        "personality_id": personality.id,
-        "user_id": "1001",
-        "user_name": "Alice",
-        "guild_id": "500",
-        "channel_id": "600",
-        "message_id": str(next(counter)),
-        "text": text,
-    }
-    values.update(kwargs)
-    return ChatRequest(**values)
 
 
 async def stored(runtime: Runtime, conversation_id: int, *, role: str | None = None) -> list[Message]:

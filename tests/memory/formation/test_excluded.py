@@ -18,10 +18,9 @@ from memory.formation.worker import run_worker
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole
 from models import Memory, Message, Personality
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
+from testkit.imports import import_text
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import request as chat_request
-from tests.memory.formation.test_reply_links import import_text
 
 ALICE = "1001"  # the user `chat_request` speaks as
 SECRET = "4921"
@@ -56,7 +55,7 @@ def chat_inputs(llm_server: LLMTestServer) -> list[str]:
 
 async def chat(runtime: Runtime, personality: Personality, message_id: str, text: str) -> list[str]:
     """Say `text` now, one chat turn; the ids it remembered."""
-    request = chat_request(personality, text, message_id=message_id, created_at=datetime.now(UTC))
+    request = chat_request(personality.id, text, message_id=message_id, created_at=datetime.now(UTC))
     turn = await runtime.chat.answer(request, ReplyRecorder(f"r-{message_id}"))
     assert turn.reply.ok and turn.after is not None  # answered as usual, incognito or not
     return turn.after.remembered_message_ids

@@ -1,6 +1,6 @@
 """Corrections stick by meaning: what a user forgot or corrected does not come back in other words, in
 formation nor in recall; only their own claims with that personality count; forgetting everything
-starts over. Real PostgreSQL, Qdrant Edge, the local embedder (MemoryService as tests/memory/test_service.py
+starts over. Real PostgreSQL, Qdrant Edge, the local embedder (MemoryService as testkit.memory_service
 builds it)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.service import MemoryService
 from models import ForgottenClaim, Memory, Message, Personality
-from tests.memory.test_service import add_chat, add_personality, memories
+from testkit.memory_service import add_chat, add_personality, memories
 
 CLAIM = "My sister Leila moved to Porto in March."
 PARAPHRASE = "Leila, my sister, relocated to Porto back in March."

@@ -25,7 +25,7 @@ from memory.service import MemoryService
 from memory.types import IndexPoint, ModelConfig
 from models import Memory
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import add_chat, add_personality, make_service
+from testkit.memory_service import add_chat, add_personality, make_service
 
 HOLD_LIMIT = 60.0  # a held answer is sent anyway after this long, and the test fails on it
 _STORY = re.compile(r'<exchange n="\d+"[^>]*>\n[^\n]*?story #(\d+)')

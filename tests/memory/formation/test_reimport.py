@@ -10,7 +10,8 @@ from sqlalchemy import func, select
 
 from bot.runtime import Runtime
 from models import Memory, Message
-from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT, import_chat
+from testkit.imports import import_chat
+from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
 
 
 async def count(runtime: Runtime, column: Any) -> int:

@@ -13,9 +13,9 @@ from sqlalchemy import delete, select
 from bot.runtime import Runtime
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
-from memory.formation.importer import ImportReport, parse_transcript
 from memory.types import MessageRole
 from models import Memory, Message, Personality
+from testkit.imports import import_text
 from testkit.llm_server import LLMTestServer
 
 T0 = datetime(2024, 3, 15, 18, 0, tzinfo=UTC)
@@ -42,17 +42,6 @@ def two_users(*, linked: bool) -> str:
         {**TO_BOB, **GUILD, **({"reply_to": "2"} if linked else {})},
     ]
     return "\n".join(json.dumps(line) for line in lines)
-
-
-async def import_text(runtime: Runtime, personality: Personality, text: str) -> ImportReport:
-    lines, skipped = parse_transcript(text)
-    return await runtime.importer.import_lines(
-        lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
-        default_user_id=None,
-        skipped_lines=skipped,
-    )
 
 
 async def memories_of(runtime: Runtime, user_id: str) -> list[Memory]:

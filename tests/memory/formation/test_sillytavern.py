@@ -15,7 +15,8 @@ from memory.errors import InvalidInputError
 from memory.formation.importer import MAX_CONTENT_CHARS
 from memory.formation.sillytavern import parse_send_date, parse_sillytavern
 from memory.types import MessageRole
-from models import Memory, Message, Personality
+from models import Memory, Message
+from testkit.imports import import_chat
 
 METADATA = {
     "user_name": "Ann",
@@ -164,19 +165,6 @@ def test_a_send_date_past_the_years_a_database_keeps_takes_the_time_before_it() 
 def test_a_chat_without_its_metadata_line_is_read_too() -> None:
     chat = parse_sillytavern(st_chat(message("hi", True), message("hello", False), metadata=None))
     assert chat.character_name is None and [line.content for line in chat.lines] == ["hi", "hello"]
-
-
-async def import_chat(runtime: Runtime, personality: Personality, text: str) -> Any:
-    """The chat imported as user 555's, as `personae import --format sillytavern` imports it."""
-    chat = parse_sillytavern(text)
-    return await runtime.importer.import_lines(
-        chat.lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
-        default_user_id="555",
-        skipped_lines=chat.skipped,
-        replace_edited=True,
-    )
 
 
 async def test_imported_chat_becomes_the_users_memories_of_that_personality(runtime: Runtime) -> None:

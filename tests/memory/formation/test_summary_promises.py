@@ -20,6 +20,7 @@ from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay
 from memory.formation.fidelity import fidelity_misses
 from memory.formation.importer import read_transcript
 from models import Memory, Message, Personality
+from testkit.chat import chat_request
 from testkit.llm_server import INVENTION, LLMTestServer, SummarizerModel, exchanges_asked
 from tests.memory.chat.turns import answer, chat_requests
 
@@ -127,14 +128,15 @@ async def test_a_dropped_fact_reaches_the_chat_prompt(
 
 
 def chat(personality: Personality, user_id: str, name: str, message_id: str, text: str) -> ChatRequest:
-    return ChatRequest(
-        personality_id=personality.id,
+    """A user's message in the shared channel."""
+    return chat_request(
+        personality.id,
+        text,
         user_id=user_id,
         user_name=name,
         guild_id=GUILD,
         channel_id=CHANNEL,
         message_id=message_id,
-        text=text,
     )
 
 

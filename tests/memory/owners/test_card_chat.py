@@ -13,8 +13,9 @@ from memory.owners.cards import create_from_card, parse_card
 from memory.owners.lore import Position
 from memory.owners.lore_editing import LoreChanges
 from models import Personality
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, chat_requests, request
+from tests.memory.chat.turns import answer, chat_requests
 from tests.memory.chat.windows import use_small_window
 from tests.memory.owners.cards import ELDORIA_BOOK, SERAPHINA_V2, with_data
 
@@ -37,7 +38,9 @@ async def prompt_for(
     """The messages the model received for this message (a DM of Ann's)."""
     turn = await answer(
         runtime,
-        request(personality, text, guild_id=None, channel_id="dm-ann", user_name="Ann", user_id="2002"),
+        chat_request(
+            personality.id, text, guild_id=None, channel_id="dm-ann", user_name="Ann", user_id="2002"
+        ),
     )
     assert turn.reply.ok
     return list(chat_requests(llm_server)[-1]["messages"])

@@ -14,8 +14,9 @@ from memory.owners.cards import create_from_card, parse_card
 from memory.owners.greetings import Greetings
 from memory.owners.personalities import PersonalityService
 from models import Memory, Message
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, chat_requests, request, stored
+from tests.memory.chat.turns import answer, chat_requests, stored
 from tests.memory.owners.cards import SERAPHINA_V2, v3
 
 FIRST = "*Seraphina smiles* You're awake, Ann."
@@ -81,8 +82,13 @@ async def test_the_model_sees_the_greeting_and_it_forms_no_memory_of_its_own(
     personality = await runtime.personalities.get("seraphina")
     turn = await answer(
         runtime,
-        request(
-            personality, "I'm so tired.", guild_id=None, channel_id="dm-ann", user_id="2002", user_name="Ann"
+        chat_request(
+            personality.id,
+            "I'm so tired.",
+            guild_id=None,
+            channel_id="dm-ann",
+            user_id="2002",
+            user_name="Ann",
         ),
     )
     reply = turn.reply

@@ -18,7 +18,7 @@ from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from models import UserSettings
-from tests.memory.test_service import add_chat, add_personality, make_service
+from testkit.memory_service import add_chat, add_personality, make_service
 
 
 async def test_update_upserts_global_and_per_personality_rows(

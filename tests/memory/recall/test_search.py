@@ -33,7 +33,7 @@ from memory.recall.recalled import StoredMemory
 from memory.service import MemoryService
 from memory.types import ScoredId
 from models import Message, Personality
-from tests.memory.test_service import T0, add_chat, add_personality, make_service, memories
+from testkit.memory_service import T0, add_chat, add_personality, make_service, memories
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
