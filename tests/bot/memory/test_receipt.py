@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot.runtime import Runtime
 from memory.recall.receipts import NOT_YOURS
 from models import Memory, Personality
-from testkit.fake_discord import CHANNEL, GUILD, FakeDiscord, SentMessage
+from testkit.fake_discord import CHANNEL, GUILD, FakeDiscord, Invocation, SentMessage
 from testkit.llm_server import LLMTestServer
 from tests.bot.seeding import seed_memories
 from tests.bot.state import StartBot
@@ -58,7 +58,7 @@ def in_prompt(llm_server: LLMTestServer, memories: dict[str, Memory]) -> set[str
     return {i for i, m in memories.items() if " ".join(m.content.split()) in system}
 
 
-async def open_receipt(fake_discord: FakeDiscord, reply: SentMessage, user: int = ALICE) -> Any:
+async def open_receipt(fake_discord: FakeDiscord, reply: SentMessage, user: int = ALICE) -> Invocation:
     button = brain(reply)
     assert button is not None
     return await fake_discord.click(reply, index=reply.buttons.index(button), user=user)

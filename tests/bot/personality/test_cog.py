@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot.runtime import Runtime
 from memory.owners.personality_fields import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
 from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
-from testkit.fake_discord import FakeDiscord
+from testkit.fake_discord import FakeDiscord, Invocation
 from tests.bot.seeding import seed_memories
 
 MANAGE_CHANNELS = discord.Permissions(manage_channels=True).value
@@ -22,7 +22,9 @@ ADMIN = 900
 GUILD = 300
 
 
-async def create(fake_discord: FakeDiscord, name: str = "Lilith", user: int = OWNER, **extra: Any) -> Any:
+async def create(
+    fake_discord: FakeDiscord, name: str = "Lilith", user: int = OWNER, **extra: Any
+) -> Invocation:
     return await fake_discord.command(
         "personality create",
         user=user,

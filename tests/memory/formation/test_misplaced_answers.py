@@ -6,12 +6,12 @@ mid-sentence, carries formatting or prompt tags, or states a fact its exchange d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from bot.runtime import Runtime
+from memory.formation.importer import ImportReport
 from memory.formation.importer import read_transcript as read_lines
 from memory.formation.summarizer import STRICT_RULE
 from models import Memory, Personality
@@ -37,7 +37,7 @@ REFUSED_AS = {
 }
 
 
-async def _import(runtime: Runtime, path: Path) -> Any:
+async def _import(runtime: Runtime, path: Path) -> ImportReport:
     personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
     assert isinstance(personality, Personality)
     lines, skipped = read_lines(path)

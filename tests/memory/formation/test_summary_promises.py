@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -18,7 +17,7 @@ from bot.runtime import Runtime
 from memory.chat.service import ChatRequest
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.fidelity import fidelity_misses
-from memory.formation.importer import read_transcript
+from memory.formation.importer import ImportReport, read_transcript
 from models import Memory, Message, Personality
 from testkit.chat import chat_request
 from testkit.llm_server import INVENTION, LLMTestServer, SummarizerModel, exchanges_asked
@@ -61,7 +60,7 @@ async def said(runtime: Runtime, memory: Memory) -> str:
     return strip_roleplay_formatting(strip_chat_template_tokens("\n".join(lines)))
 
 
-async def import_sage(runtime: Runtime, sage: Personality) -> Any:
+async def import_sage(runtime: Runtime, sage: Personality) -> ImportReport:
     lines, skipped = read_transcript(EXAMPLES_DIR / "sage.jsonl")
     return await runtime.importer.import_lines(
         lines,
