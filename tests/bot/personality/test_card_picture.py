@@ -9,8 +9,8 @@ from PIL import Image
 
 from bot.runtime import Runtime
 from memory.owners.cards import parse_card
+from testkit.card_uploads import OWNER, import_card
 from testkit.fake_discord import FakeDiscord
-from tests.bot.personality.test_cards import OWNER, import_card
 from tests.memory.owners.cards import SERAPHINA_V2, card_png, png
 
 

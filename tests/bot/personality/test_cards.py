@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-from typing import Any
 from unittest.mock import AsyncMock
 
 import aiohttp
@@ -19,8 +18,9 @@ from memory.owners.card_prompt import compose_prompt
 from memory.owners.card_report import card_report
 from memory.owners.cards import MAX_CARD_FILE_BYTES, parse_card
 from models import Personality
+from testkit.card_uploads import OWNER, import_card
 from testkit.discord_payloads import EPHEMERAL
-from testkit.fake_discord import Attachment, Emoji, FakeDiscord, Invocation
+from testkit.fake_discord import Attachment, Emoji, FakeDiscord
 from tests.memory.owners.cards import (
     SERAPHINA_V2,
     SIGNATURE,
@@ -34,23 +34,8 @@ from tests.memory.owners.cards import (
     with_data,
 )
 
-OWNER = 101
 OTHER = 102
 ICON = "https://img.example/seraphina-icon.png"
-
-
-async def import_card(
-    discord: FakeDiscord,
-    data: bytes,
-    filename: str = "card.png",
-    *,
-    user: int = OWNER,
-    size: int | None = None,
-    **options: Any,
-) -> Invocation:
-    """/personality import with `data` attached, as the Discord client uploads an attachment option."""
-    card = Attachment(filename, data, size)
-    return await discord.command("personality import", user=user, attachments={"card": card}, **options)
 
 
 def refuse_emojis(discord: FakeDiscord) -> None:
