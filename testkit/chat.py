@@ -1,14 +1,44 @@
 """Chat turns as tests and benches take them, through the one turn production runs
-(ChatService.answer): a delivery that keeps what it was given, stores the reply under chosen ids, and
-can hold a turn once its model has written (to finish replies in a chosen order)."""
+(ChatService.answer): the request a user's message makes, and a delivery that keeps what it was given,
+stores the reply under chosen ids, and can hold a turn once its model has written (to finish replies
+in a chosen order)."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
 
-from memory.chat.turns import ChatReply, ReplyDelivery
+from memory.chat.turns import ChatReply, ChatRequest, ReplyDelivery
+
+_message_ids = itertools.count(10_000)
+
+
+def chat_request(
+    personality_id: int,
+    text: str,
+    *,
+    user_id: str = "1001",
+    user_name: str = "Alice",
+    guild_id: str | None = "500",
+    channel_id: str | None = "600",
+    message_id: str | None = None,
+    created_at: datetime | None = None,
+) -> ChatRequest:
+    """A user's message to a personality: Alice's in a guild channel, with a fresh message id, unless
+    the arguments say otherwise (`guild_id` None: a DM)."""
+    return ChatRequest(
+        personality_id=personality_id,
+        user_id=user_id,
+        user_name=user_name,
+        guild_id=guild_id,
+        channel_id=channel_id,
+        message_id=message_id if message_id is not None else str(next(_message_ids)),
+        text=text,
+        created_at=created_at,
+    )
 
 
 class ReplyRecorder(ReplyDelivery):

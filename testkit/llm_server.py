@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -166,7 +166,7 @@ class LLMTestServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> LLMTestServer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

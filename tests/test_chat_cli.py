@@ -10,13 +10,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import any_, literal, select
 
 from bot.cli.chat import cmd_chat
 from bot.cli.output import CommandError
+from bot.runtime import Runtime
 from models import Memory, Message
 from models.database import create_engine, create_sessionmaker
 from testkit.llm_server import LLMTestServer
@@ -97,7 +97,7 @@ async def test_terminal_chat_without_model_names_the_variable(
 
 
 async def test_terminal_chat_streams_stores_and_remembers(
-    runtime: Any,
+    runtime: Runtime,
     llm_server: LLMTestServer,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -116,7 +116,7 @@ async def test_terminal_chat_streams_stores_and_remembers(
     ]
 
 
-async def test_terminal_chat_without_a_model_names_the_variable(runtime_without_chat_model: Any) -> None:
+async def test_terminal_chat_without_a_model_names_the_variable(runtime_without_chat_model: Runtime) -> None:
     await runtime_without_chat_model.personalities.create("Lilith")
     args = argparse.Namespace(personality="lilith", user="1", name="Sam", new=False)
     with pytest.raises(CommandError, match="CHAT_MODEL"):

@@ -9,12 +9,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.cli import build_parser
 from bot.cli.llm_configs import cmd_llm_config_add, cmd_llm_config_list, cmd_llm_config_remove
+from bot.runtime import Runtime
 from memory.errors import NotFoundError
 
 
@@ -146,7 +146,7 @@ def test_bad_setting_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-async def test_llm_config_add_list_remove(runtime: Any, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_llm_config_add_list_remove(runtime: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
     parser = build_parser()
     args = parser.parse_args(
         [
@@ -223,7 +223,8 @@ def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None
     from bot.settings import load_bot_settings
 
     settings = load_bot_settings(database_url=None)
-    adapter_errors = AsyncAdapt_asyncpg_dbapi(asyncpg)
+    # SQLAlchemy's asyncpg adapter is untyped.
+    adapter_errors = AsyncAdapt_asyncpg_dbapi(asyncpg)  # type: ignore[no-untyped-call]
     for cause in (
         asyncpg.exceptions.InterfaceError("connection is closed"),
         asyncpg.exceptions.CannotConnectNowError("the database system is shutting down"),
@@ -232,7 +233,7 @@ def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None
             try:
                 raise cause
             except Exception as error:
-                raise adapter_errors.InterfaceError(str(error)) from error
+                raise adapter_errors.InterfaceError(str(error)) from error  # type: ignore[no-untyped-call]
         except Exception as adapted:
             wrapped = InterfaceError("INSERT ...", None, adapted)
         line = explain_connection_error(wrapped, settings)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.cli.app import build_parser
+from bot.runtime import Runtime
 from testkit.llm_server import LLMTestServer
 from tests.bot.seeding import seed_memories
 
@@ -27,7 +27,7 @@ def exchanges(count: int) -> tuple[tuple[str, str], ...]:
     )
 
 
-async def stats_output(runtime: Any, capsys: pytest.CaptureFixture[str]) -> str:
+async def stats_output(runtime: Runtime, capsys: pytest.CaptureFixture[str]) -> str:
     """`personae memory stats` through its parser and handler, on this runtime."""
     args = build_parser().parse_args(["memory", "stats"])
     capsys.readouterr()
@@ -36,7 +36,7 @@ async def stats_output(runtime: Any, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 async def test_hybrid_is_a_cost_with_both_texts_counted(
-    runtime: Any, capsys: pytest.CaptureFixture[str]
+    runtime: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sage, _ = await runtime.personalities.create("Sage", prompt="You are Sage.", memory_mode="hybrid")
     assert await seed_memories(runtime, sage, USER, exchanges=exchanges(2)) == 2
@@ -57,7 +57,7 @@ async def test_hybrid_is_a_cost_with_both_texts_counted(
 
 
 async def test_a_model_asked_one_exchange_a_call_is_named(
-    runtime: Any, llm_server: LLMTestServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    runtime: Runtime, llm_server: LLMTestServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     await runtime.personalities.create("Sage", prompt="You are Sage.", memory_mode="summarized")
     assert "one exchange a call" not in await stats_output(runtime, capsys)

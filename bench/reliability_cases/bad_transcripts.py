@@ -17,6 +17,18 @@ from typing import Any
 from bench.reliability_cases import Outcome, Scale, case, check
 from bench.reliability_cases.common import figures, run_command
 from bench.reliability_cases.lab import CliResult, Lab
+from bench.reliability_cases.transcripts import (
+    REFUSED,
+    SANE,
+    expect_refusal,
+    expect_sane,
+    good_lines,
+    import_transcript,
+    jsonl,
+    st_chat,
+    st_message,
+    transcript_line,
+)
 
 # The command's own peak is VmHWM, which starts afresh with the new program: ru_maxrss is carried
 # across exec, so it would report the forking parent's size (the test suite's own process, past 1 GiB
@@ -31,73 +43,11 @@ print(f"peak-kib {peak}", file=sys.stderr)
 sys.exit(status)
 """
 
-REFUSED = "refused in one line naming the problem; nothing written"
-SANE = (
-    "refused in one line with nothing written, or imported: every message once, every exchange "
-    "remembered once"
-)
 GIB = 1 << 30
 
 
-def _line(i: int, role: str = "user", **extra: Any) -> dict[str, Any]:
-    content = f"line {i}: my bike lock code is {1000 + i}" if role == "user" else f"noted, {1000 + i - 1}"
-    return {"id": str(i), "role": role, "content": content, "user_id": "5001", **extra}
-
-
-def _good(n: int = 4) -> list[dict[str, Any]]:
-    return [_line(i, "user" if i % 2 == 0 else "assistant") for i in range(n)]
-
-
-async def _import(lab: Lab, name: str, body: str | bytes, *argv: str) -> tuple[int, str, str, dict[str, int]]:
-    """Import `body` as `name`.jsonl into a personality of its own; what it said and what it wrote."""
-    rt = lab.runtime
-    personality, _ = await rt.personalities.create(f"tr-{name}")
-    path = lab.workdir / f"{name}.jsonl"
-    path.write_bytes(body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass"))
-    code, out, err = await run_command(rt, "import", str(path), "--personality", personality.name, *argv)
-    [written] = await lab.rows(
-        "SELECT (SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-        "WHERE c.personality_id = :p) AS messages, "
-        "(SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-        "WHERE c.personality_id = :p AND m.memory_processed_at IS NULL) AS pending, "
-        "(SELECT count(*) FROM memories WHERE personality_id = :p) AS memories",
-        p=personality.id,
-    )
-    return code, out, err, dict(written)
-
-
-def _jsonl(lines: list[Any]) -> str:
-    return "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
-
-
-async def expect_refusal(lab: Lab, name: str, body: str | bytes, *argv: str, says: str = "line") -> Outcome:
-    code, _, err, written = await _import(lab, name, body, *argv)
-    ok = code == 1 and says in err and "\n" not in err.strip() and written["messages"] == 0
-    return check(ok, f"exit {code}: {err[:160]!r}; messages written: {written['messages']}")
-
-
-async def expect_sane(
-    lab: Lab, name: str, body: str | bytes, *argv: str, messages: int, exchanges: int
-) -> Outcome:
-    code, out, err, written = await _import(lab, name, body, *argv)
-    if code == 1:
-        ok = "\n" not in err.strip() and written["messages"] == 0
-        return check(ok, f"refused: {err[:160]!r}; messages written: {written['messages']}")
-    ok = (
-        code == 0
-        and written["messages"] == messages
-        and written["memories"] == exchanges
-        and written["pending"] == 0
-    )
-    said = err[:160] if code else " / ".join(out.strip().splitlines()[:2])
-    return check(
-        ok,
-        f"exit {code}: {said!r}; {written['messages']} messages, {written['memories']} memories, "
-        f"{written['pending']} pending",
-        figures(messages=written["messages"], memories=written["memories"]),
-    )
-
-
+# The cases are registered here, not in the transcripts module: a case belongs to the module that
+# defines it (all_cases orders the table so).
 def _refusal_case(name: str, did: str, body: str | bytes, *argv: str, says: str = "line") -> None:
     async def run(lab: Lab, scale: Scale) -> Outcome:
         return await expect_refusal(lab, name, body, *argv, says=says)
@@ -117,22 +67,24 @@ def _sane_case(
 _refusal_case(
     "malformed-json",
     "a transcript whose third line is cut mid-object",
-    _jsonl([*_good(2), '{"id": "9", "role": "us']),
+    jsonl([*good_lines(2), '{"id": "9", "role": "us']),
 )
 _refusal_case(
-    "not-an-object", "a transcript whose second line is a JSON array", _jsonl([_good(1)[0], "[1, 2, 3]"])
+    "not-an-object", "a transcript whose second line is a JSON array", jsonl([good_lines(1)[0], "[1, 2, 3]"])
 )
-_refusal_case("unknown-role", "a line with role 'narrator'", _jsonl([*_good(2), _line(2, "narrator")]))
+_refusal_case(
+    "unknown-role", "a line with role 'narrator'", jsonl([*good_lines(2), transcript_line(2, "narrator")])
+)
 _refusal_case(
     "unparsable-timestamp",
     "a line with timestamp 'last tuesday-ish'",
-    _jsonl([_line(0, timestamp="last tuesday-ish"), _line(1, "assistant")]),
+    jsonl([transcript_line(0, timestamp="last tuesday-ish"), transcript_line(1, "assistant")]),
 )
 _refusal_case(
-    "missing-content", "a line without its content", _jsonl([{"id": "0", "role": "user", "user_id": "5001"}])
+    "missing-content", "a line without its content", jsonl([{"id": "0", "role": "user", "user_id": "5001"}])
 )
 _refusal_case(
-    "wrong-types", "a line whose content is a number", _jsonl([{"id": "0", "role": "user", "content": 42}])
+    "wrong-types", "a line whose content is a number", jsonl([{"id": "0", "role": "user", "content": 42}])
 )
 _refusal_case(
     "not-utf8",
@@ -145,14 +97,14 @@ _refusal_case(
 _sane_case(
     "future-timestamps",
     "a transcript dated in the year 2999",
-    _jsonl([{**line, "timestamp": f"2999-01-01T00:00:0{i}Z"} for i, line in enumerate(_good(4))]),
+    jsonl([{**line, "timestamp": f"2999-01-01T00:00:0{i}Z"} for i, line in enumerate(good_lines(4))]),
     messages=4,
     exchanges=2,
 )
 _sane_case(
     "reply-before-user",
     "a transcript that opens with an assistant line, then a user line and its reply (with --user)",
-    _jsonl([_line(9, "assistant"), *_good(2)]),
+    jsonl([transcript_line(9, "assistant"), *good_lines(2)]),
     "--user",
     "5001",
     messages=3,
@@ -249,7 +201,7 @@ async def out_of_range_timestamps(lab: Lab, scale: Scale) -> Outcome:
         outcome = await expect_refusal(
             lab,
             f"range-{i}",
-            _jsonl([_line(0, timestamp=moment), _line(1, "assistant")]),
+            jsonl([transcript_line(0, timestamp=moment), transcript_line(1, "assistant")]),
             says="out of range",
         )
         ok = ok and outcome.ok
@@ -261,12 +213,12 @@ _sane_case(
     "edge-of-range-timestamps",
     "lines dated 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (the first and last moments PostgreSQL "
     "and Python share)",
-    _jsonl(
+    jsonl(
         [
-            _line(0, timestamp="0001-01-01T00:00:00Z"),
-            _line(1, "assistant", timestamp="0001-01-01T00:00:01Z"),
-            _line(2, timestamp="9999-12-31T23:59:58Z"),
-            _line(3, "assistant", timestamp="9999-12-31T23:59:59Z"),
+            transcript_line(0, timestamp="0001-01-01T00:00:00Z"),
+            transcript_line(1, "assistant", timestamp="0001-01-01T00:00:01Z"),
+            transcript_line(2, timestamp="9999-12-31T23:59:58Z"),
+            transcript_line(3, "assistant", timestamp="9999-12-31T23:59:59Z"),
         ]
     ),
     messages=4,
@@ -275,9 +227,9 @@ _sane_case(
 _refusal_case(
     "nested-100000-deep",
     "issue 20 item 12: a line whose JSON nests 100,000 arrays deep (in a key the importer ignores)",
-    _jsonl(
+    jsonl(
         [
-            _good(1)[0],
+            good_lines(1)[0],
             '{"id": "9", "role": "user", "content": "x", "n": ' + "[" * 100_000 + "]" * 100_000 + "}",
         ]
     ),
@@ -286,13 +238,13 @@ _refusal_case(
 _refusal_case(
     "number-of-5000-digits",
     "a line whose id is an integer of 5,000 digits (past Python's limit on converting one)",
-    _jsonl(['{"id": ' + "7" * 5000 + ', "role": "user", "content": "x", "user_id": "5001"}']),
+    jsonl(['{"id": ' + "7" * 5000 + ', "role": "user", "content": "x", "user_id": "5001"}']),
     says="digits",
 )
 _sane_case(
     "byte-order-mark",
     "issue 20 item 17: a transcript starting with a UTF-8 byte order mark (what Notepad saves)",
-    "\ufeff" + _jsonl(_good(4)),
+    "\ufeff" + jsonl(good_lines(4)),
     messages=4,
     exchanges=2,
 )
@@ -303,7 +255,7 @@ _sane_case(
     "".join(
         json.dumps({**line, "content": line["content"] + " \u2028 \u2029 \u0085 end"}, ensure_ascii=False)
         + "\r\n"
-        for line in _good(4)
+        for line in good_lines(4)
     ),
     messages=4,
     exchanges=2,
@@ -311,7 +263,7 @@ _sane_case(
 _sane_case(
     "repeated-line",
     "a transcript that repeats one line word for word (pasted twice)",
-    _jsonl([*_good(2), _good(2)[1], *_good(4)[2:]]),
+    jsonl([*good_lines(2), good_lines(2)[1], *good_lines(4)[2:]]),
     messages=4,
     exchanges=2,
     expected="imported: the repeated line stored once (it is the same message), every exchange "
@@ -320,12 +272,12 @@ _sane_case(
 _refusal_case(
     "same-id-other-words",
     "two lines with one id and different words (two messages given one id)",
-    _jsonl([*_good(2), {**_line(0, "user"), "content": "something else entirely"}]),
+    jsonl([*good_lines(2), {**transcript_line(0, "user"), "content": "something else entirely"}]),
 )
 
 
 def _field_refusal(name: str, did: str, **fields: Any) -> None:
-    _refusal_case(name, did, _jsonl([_line(0), {**_line(1, "assistant"), **fields}]))
+    _refusal_case(name, did, jsonl([transcript_line(0), {**transcript_line(1, "assistant"), **fields}]))
 
 
 _field_refusal("id-a-float", "a line whose id is 1.5", id=1.5)
@@ -346,12 +298,14 @@ _field_refusal("content-null", "a line whose content is null", content=None)
 _field_refusal("role-missing", "a line without a role", role=None)
 _field_refusal("reply-to-a-later-line", "a reply whose reply_to names a line after it", reply_to="7")
 _field_refusal("reply-to-a-reply", "a reply whose reply_to names a reply", reply_to="1")
-_refusal_case("a-null-line", "a line that is JSON null", _jsonl([*_good(2), "null"]))
-_refusal_case("a-number-line", "a line that is the JSON number 42", _jsonl([*_good(2), "42"]))
+_refusal_case("a-null-line", "a line that is JSON null", jsonl([*good_lines(2), "null"]))
+_refusal_case("a-number-line", "a line that is the JSON number 42", jsonl([*good_lines(2), "42"]))
 _refusal_case(
     "personality-when-several",
     "lines naming two personalities, imported with --personality",
-    _jsonl([{**_line(0), "personality": "a"}, {**_line(1, "assistant"), "personality": "b"}]),
+    jsonl(
+        [{**transcript_line(0), "personality": "a"}, {**transcript_line(1, "assistant"), "personality": "b"}]
+    ),
 )
 
 
@@ -365,13 +319,13 @@ _refusal_case(
 async def personality_unknown(lab: Lab, scale: Scale) -> Outcome:
     rt = lab.runtime
     said, ok = [], True
-    marked = [{**line, "content": f"no personality here {i}"} for i, line in enumerate(_good(2))]
+    marked = [{**line, "content": f"no personality here {i}"} for i, line in enumerate(good_lines(2))]
     for name, lines in (
         ("named-nobody", [{**line, "personality": "nobody"} for line in marked]),
         ("named-none", marked),
     ):
         path = lab.workdir / f"{name}.jsonl"
-        path.write_text(_jsonl(lines), encoding="utf-8")
+        path.write_text(jsonl(lines), encoding="utf-8")
         code, _, err = await run_command(rt, "import", str(path))
         ok = ok and code == 1 and "line 1" in err and "\n" not in err.strip()
         said.append(f"exit {code}: {err!r}")
@@ -396,17 +350,8 @@ async def not_a_file(lab: Lab, scale: Scale) -> Outcome:
     return check(ok, "; ".join(f"exit {code}: {err!r}" for code, err in said))
 
 
-def _st(*records: Any) -> str:
-    meta = {"user_name": "Ann", "character_name": "Seraphina", "create_date": "2026-11-22 @16h 50m 00s 000ms"}
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (meta, *records))
-
-
-def _st_message(mes: str, is_user: bool, send_date: Any = "2026-11-22T16:51:00Z") -> dict[str, Any]:
-    return {"name": "Ann" if is_user else "Seraphina", "is_user": is_user, "send_date": send_date, "mes": mes}
-
-
 async def _st_import(lab: Lab, name: str, body: str) -> tuple[int, str, str, dict[str, int]]:
-    return await _import(lab, name, body, "--format", "sillytavern", "--user", "5001")
+    return await import_transcript(lab, name, body, "--format", "sillytavern", "--user", "5001")
 
 
 @case(
@@ -420,9 +365,11 @@ async def _st_import(lab: Lab, name: str, body: str) -> tuple[int, str, str, dic
 )
 async def sillytavern_files(lab: Lab, scale: Scale) -> Outcome:
     bodies = {
-        "st-u2028": _st(_st_message("line one\u2028line two", True), _st_message("both lines, noted", False)),
-        "st-bom": "\ufeff" + _st(_st_message("hello", True), _st_message("hi Ann", False)),
-        "st-range": _st(_st_message("hello", True), _st_message("hi Ann", False, OUT_OF_RANGE[0])),
+        "st-u2028": st_chat(
+            st_message("line one\u2028line two", True), st_message("both lines, noted", False)
+        ),
+        "st-bom": "\ufeff" + st_chat(st_message("hello", True), st_message("hi Ann", False)),
+        "st-range": st_chat(st_message("hello", True), st_message("hi Ann", False, OUT_OF_RANGE[0])),
     }
     said, ok = [], True
     for name, body in bodies.items():
@@ -431,7 +378,7 @@ async def sillytavern_files(lab: Lab, scale: Scale) -> Outcome:
         ok = ok and good
         said.append(f"{name}: exit {code}{' ' + err[:120] if code else ''}, {written}")
     code, _, err, written = await _st_import(
-        lab, "st-deep", _st(_st_message("x", True)) + "[" * 100_000 + "]" * 100_000
+        lab, "st-deep", st_chat(st_message("x", True)) + "[" * 100_000 + "]" * 100_000
     )
     ok = ok and code == 1 and "nested too deeply" in err and written["messages"] == 0
     said.append(f"deep: exit {code}: {err.strip()!r}")

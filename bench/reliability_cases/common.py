@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memory.chat.service import ChatReply, ChatRequest
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 
 if TYPE_CHECKING:
     from memory.chat.service import ChatService
@@ -46,14 +46,14 @@ def request(
     channel_id: str | None = None,
     message_id: str | None = None,
 ) -> ChatRequest:
-    return ChatRequest(
-        personality_id=personality_id,
+    return chat_request(
+        personality_id,
+        text,
         user_id=user_id,
         user_name=user_name or f"user{user_id}",
         guild_id=guild_id,
         channel_id=channel_id if channel_id is not None else (None if guild_id else f"dm-{user_id}"),
         message_id=message_id or snowflake(),
-        text=text,
         created_at=datetime.now(UTC),
     )
 

@@ -51,8 +51,10 @@ def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def transcript_file_lines(path: Path) -> Iterator[tuple[int, str]]:
     """A transcript file's lines as `jsonl_lines` gives them, read as they are used. A file over
-    MAX_TRANSCRIPT_BYTES is refused unread; missing, unreadable or not UTF-8, in one line naming it."""
-    return _decoded_lines(path, _open_transcript(path))
+    MAX_TRANSCRIPT_BYTES is refused at once, unread; missing, unreadable or not UTF-8, in one line
+    naming it. The file is opened when the first line is read: lines never read leave no file open."""
+    _read(path, lambda: _check_size(path))
+    return _decoded_lines(path)
 
 
 def read_transcript_text(path: Path) -> str:
@@ -65,14 +67,18 @@ def read_transcript_text(path: Path) -> str:
         raise InvalidInputError(f"{path} is not UTF-8 text (byte {exc.start})") from None
 
 
+def _check_size(path: Path) -> None:
+    size = path.stat().st_size
+    if size > MAX_TRANSCRIPT_BYTES:
+        raise InvalidInputError(
+            f"{path} is too large ({size / 2**20:,.0f} MiB); transcripts are imported up to "
+            f"{MAX_TRANSCRIPT_BYTES // 2**20} MiB at a time: split it into smaller files"
+        )
+
+
 def _open_transcript(path: Path) -> IO[bytes]:
     def checked_open() -> IO[bytes]:
-        size = path.stat().st_size
-        if size > MAX_TRANSCRIPT_BYTES:
-            raise InvalidInputError(
-                f"{path} is too large ({size / 2**20:,.0f} MiB); transcripts are imported up to "
-                f"{MAX_TRANSCRIPT_BYTES // 2**20} MiB at a time: split it into smaller files"
-            )
+        _check_size(path)
         return path.open("rb")
 
     return _read(path, checked_open)
@@ -88,8 +94,8 @@ def _read(path: Path, read: Callable[[], _T]) -> _T:
         raise InvalidInputError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _decoded_lines(path: Path, source: IO[bytes]) -> Iterator[tuple[int, str]]:
-    with source:
+def _decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with _open_transcript(path) as source:
         offset = 0
         lines = iter(source)  # a binary file's lines end at b"\n" only
         line_no = 0

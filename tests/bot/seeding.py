@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from bot.runtime import Runtime
 from memory.formation.importer import parse_transcript
 from models import Personality
 
@@ -16,7 +16,7 @@ EXCHANGES = (
 
 
 async def seed_memories(
-    runtime: Any,
+    runtime: Runtime,
     personality: Personality,
     user_id: str,
     *,

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from models import Message, Personality
 from testkit.fake_discord import CHANNEL, GUILD
 
@@ -15,7 +16,9 @@ from testkit.fake_discord import CHANNEL, GUILD
 StartBot = Callable[..., Awaitable[Any]]
 
 
-async def bind(runtime: Any, personality: Personality, channel: int = CHANNEL, *, dm: bool = False) -> None:
+async def bind(
+    runtime: Runtime, personality: Personality, channel: int = CHANNEL, *, dm: bool = False
+) -> None:
     """Have the personality answer every message in this channel (a DM's, with `dm`)."""
     await runtime.bindings.bind(
         personality_id=personality.id,
@@ -25,7 +28,7 @@ async def bind(runtime: Any, personality: Personality, channel: int = CHANNEL, *
     )
 
 
-async def rows(runtime: Any) -> list[Message]:
+async def rows(runtime: Runtime) -> list[Message]:
     """The message log, oldest first."""
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Message).order_by(Message.id))).all())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from typing import Any
 
 from discord import app_commands
 
@@ -55,7 +56,9 @@ CLI_ONLY = {
 def slash_verbs(tree: app_commands.CommandTree) -> Iterator[str]:
     """Every command of the tree by its full name (`memory status`, `personality lore add`), menus by name."""
 
-    def walk(command: app_commands.Command | app_commands.Group | app_commands.ContextMenu) -> Iterator[str]:
+    def walk(
+        command: app_commands.Command[Any, ..., Any] | app_commands.Group | app_commands.ContextMenu,
+    ) -> Iterator[str]:
         if isinstance(command, app_commands.Group):
             for child in command.commands:
                 yield from walk(child)
@@ -131,4 +134,4 @@ def test_the_memory_mode_is_one_option_name_everywhere() -> None:
     assert all("--memory-mode" in options for options in chooses_mode.values()), chooses_mode
     old = build_parser().parse_args(["import", "chat.jsonl", "--mode", "hybrid"])
     assert old.memory_mode == "hybrid"
-    assert "--mode " not in build_parser()._subparsers._group_actions[0].choices["import"].format_help()  # type: ignore[union-attr]
+    assert "--mode " not in build_parser()._subparsers._group_actions[0].choices["import"].format_help()  # type: ignore[union-attr, index]

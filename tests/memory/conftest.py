@@ -14,7 +14,7 @@ from memory.recall.embedders import Embedder
 from memory.service import MemoryService
 from memory.types import ModelConfig
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import make_service
+from testkit.memory_service import make_service
 
 
 @pytest.fixture

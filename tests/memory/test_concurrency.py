@@ -202,7 +202,7 @@ async def test_a_provider_limit_is_found_and_nothing_is_lost_or_duplicated(
     replies = await asyncio.gather(*(llm.complete(config(llm_server), messages(i)) for i in range(60)))
     # Every call answered once, with its own reply; the refused attempts were retried, none twice.
     assert replies == [f"Message number {i} is here." for i in range(60)]
-    answered = sorted(str(r["messages"][0]["content"]) for r in llm_server.requests)  # type: ignore[index]
+    answered = sorted(str(r["messages"][0]["content"]) for r in llm_server.requests)
     assert answered == sorted(f"Message number {i} is here." for i in range(60))
     stats = limit_of(llm, llm_server).stats()
     assert llm_server.rejected > 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +13,24 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient
-from memory.owners.incognito import IncognitoService
-from memory.owners.model_configs import ModelConfigResolver, RoleDefaults
-from memory.owners.personalities import PersonalityService
-from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
 from memory.recall.index import VectorIndex
-from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
-from memory.settings import load_settings
-from memory.types import IndexPoint, MessageRole, ModelConfig, RecallFilter
-from memory.wiring import wire_memory_services
-from models import Memory, Message, Personality, UserSettings
+from memory.types import IndexPoint, ModelConfig
+from models import Memory, Message, UserSettings
 from testkit.llm_server import Fail, LLMTestServer, exchanges_asked
+from testkit.memory_service import (
+    add_chat,
+    add_personality,
+    keyword_hits,
+    make_service,
+    memories,
+)
 
-T0 = datetime(2024, 3, 15, 18, 0, tzinfo=UTC)
 FAITHFUL_SUMMARY = (
     "Alice's sister Leila moved to Porto on March 15th with the cat Mochi; "
     "the flat at Rua das Flores 42 costs 950 euros."
@@ -73,57 +70,11 @@ async def index(tmp_path: Path) -> AsyncIterator[VectorIndex]:
     await index.close()
 
 
-def deployment_summarizer(cfg: ModelConfig | None) -> ModelConfigResolver:
-    """The deployment's summarizer is `cfg` (None: no summarizer model, extractive summaries)."""
-    none = ModelConfigResolver.none()
-    if cfg is None:
-        return none
-    defaults = RoleDefaults(
-        cfg.model, cfg.api_base, cfg.api_key, cfg.temperature, cfg.max_tokens, cfg.timeout
-    )
-    return ModelConfigResolver(chat_defaults=none.chat_defaults, summarizer_defaults=defaults)
-
-
 async def exported_memories(sessionmaker: async_sessionmaker[AsyncSession], user_id: str) -> list[Any]:
     """The memory records of the user's JSONL export (the one `/memory export` sends)."""
     lines = await UserSettingsService(sessionmaker).export_lines(user_id=user_id)
     records = [json.loads(line) for line in lines]
     return [r["memory"] for r in records if "memory" in r]
-
-
-def make_service(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    index: VectorIndex,
-    embedder: Embedder,
-    llm: LLMClient,
-    cfg: ModelConfig | None,
-    *,
-    input_tokens: int = 3000,
-    min_summarize_tokens: int = 25,
-    batch_size: int | None = None,
-) -> MemoryService:
-    """The memory service under test, wired as the bot wires it (memory.wiring) on this index, embedder
-    and LLM client, summaries by `cfg` (None: extractive), with small summaries."""
-    settings = load_settings(
-        summary_max_tokens=120,
-        summary_min_tokens=16,
-        summarizer_input_tokens=input_tokens,
-        min_summarize_tokens=min_summarize_tokens,
-    )
-    service = wire_memory_services(
-        settings,
-        sessionmaker,
-        models=deployment_summarizer(cfg),
-        index=index,
-        embedder=embedder,
-        llm=llm,
-        user_settings=UserSettingsService(sessionmaker),
-        incognito=IncognitoService(sessionmaker),
-        personas=PersonaService(sessionmaker),
-    ).memory
-    if batch_size is not None:
-        service.formation.batch_size = batch_size
-    return service
 
 
 @pytest.fixture
@@ -135,57 +86,6 @@ async def service(
     summarizer_cfg: ModelConfig,
 ) -> MemoryService:
     return make_service(sessionmaker, index, embedder, llm_client, summarizer_cfg)
-
-
-async def add_personality(
-    sessionmaker: async_sessionmaker[AsyncSession], name: str, mode: str = "verbatim", **fields: Any
-) -> Personality:
-    personality, _ = await PersonalityService(sessionmaker).create(name, memory_mode=mode)
-    if fields:
-        async with sessionmaker.begin() as session:
-            await session.execute(
-                update(Personality).where(Personality.id == personality.id).values(**fields)
-            )
-    return personality
-
-
-async def add_chat(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    personality: Personality,
-    turns: Sequence[tuple[str, str]],
-    *,
-    user_id: str = "u1",
-    user_name: str = "Alice",
-    guild_id: str | None = None,
-    channel_id: str | None = None,
-    prefix: str = "m",
-    start: int = 0,
-) -> int:
-    """Store (role, text) turns; returns the conversation id."""
-    venue = Venue(guild_id=guild_id, channel_id=channel_id, user_id=user_id)
-    async with sessionmaker.begin() as session:
-        conversation_id = await ensure_conversation(session, personality.id, venue)
-        await store_messages(
-            session,
-            conversation_id,
-            [
-                LoggedMessage(
-                    external_id=f"{prefix}{start + i}",
-                    author_id=user_id if role == "user" else "bot",
-                    author_name=user_name if role == "user" else None,
-                    role=MessageRole(role),
-                    content=text,
-                    created_at=T0 + timedelta(minutes=start + i),
-                )
-                for i, (role, text) in enumerate(turns)
-            ],
-        )
-    return conversation_id
-
-
-async def memories(sessionmaker: async_sessionmaker[AsyncSession]) -> list[Memory]:
-    async with sessionmaker() as session:
-        return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
 
 async def test_verbatim_memory_is_formed_indexed_and_recalled(
@@ -700,17 +600,6 @@ async def test_a_message_is_stored_while_formation_summarizes_its_conversation(
 
 
 # ------------------------------------------------------------------ what recall is keyed by
-
-
-async def keyword_hits(service: MemoryService, index: VectorIndex, p: Personality, words: str) -> list[Any]:
-    await service.index_pending()
-    found = await index.search(
-        dense=None,
-        sparse=encode_sparse_query(words),
-        flt=RecallFilter(personality_id=p.id, user_id="u1"),
-        limit=10,
-    )
-    return [(hit.id, round(hit.score, 5)) for hit in found.keyword]
 
 
 async def test_a_memory_is_keyed_by_its_date_and_the_message_it_answers(

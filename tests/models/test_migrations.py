@@ -106,7 +106,9 @@ async def test_reply_links_are_filled_for_the_existing_log(scratch_engine: Async
             )
     await upgrade_database(scratch_engine)
     async with scratch_engine.connect() as connection:
-        links = dict((await connection.execute(text("SELECT id, reply_to_id FROM messages"))).tuples().all())
+        links: dict[int, int | None] = dict(
+            (await connection.execute(text("SELECT id, reply_to_id FROM messages"))).all()
+        )
     assert links == {1: None, 2: None, 3: None, 4: 2, 5: 2, 6: 3, 7: None, 8: None, 9: 8}
 
     await downgrade_database(scratch_engine, "0001")
@@ -153,7 +155,7 @@ async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -
     await upgrade_database(scratch_engine)
     keys = "SELECT id, venue_key FROM conversations ORDER BY id"
     async with scratch_engine.begin() as connection:
-        assert (await connection.execute(text(keys))).tuples().all() == [
+        assert (await connection.execute(text(keys))).all() == [
             (1, "g:G1:u:42"),
             (2, "dm:43"),
             (3, "ch:G1:55"),
@@ -168,7 +170,7 @@ async def test_conversation_keys_name_their_guild(scratch_engine: AsyncEngine) -
         )
     await downgrade_database(scratch_engine, "0005_i18_summary_fallback")
     async with scratch_engine.connect() as connection:
-        assert (await connection.execute(text(keys))).tuples().all() == [
+        assert (await connection.execute(text(keys))).all() == [
             (1, "g:G1:u:42"),  # its old key is the DM's now
             (2, "dm:43"),
             (3, "ch:55"),

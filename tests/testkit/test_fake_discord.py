@@ -43,7 +43,7 @@ class Client(commands.AutoShardedBot):
             async def again(pressed: discord.Interaction[Any]) -> None:
                 await pressed.response.edit_message(content=f"{text} {text}", view=None)
 
-            button.callback = again  # type: ignore[method-assign]
+            button.callback = again  # type: ignore[method-assign, assignment]
             view.add_item(button)
             await interaction.response.send_message(f"{text} ({size} bytes)", view=view, ephemeral=True)
             await interaction.followup.send("and a follow-up")

@@ -59,3 +59,4 @@ def test_children_left_running_are_killed() -> None:
     assert sleeper.pid in children() - before
     kill_children(children() - before)
     assert not psutil.pid_exists(sleeper.pid)  # killed and reaped (psutil reaps its own children)
+    sleeper.wait()  # so that its Popen knows it ended (else it warns, when collected, of a running child)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy import BigInteger, func, literal, select
 
+from bot.runtime import Runtime
 from memory.chat.service import ChatRequest
 from memory.formation.forming import CLAIM_LOCK_SPACE
 from memory.owners.incognito import IncognitoService
@@ -26,7 +26,7 @@ LIBRARY = 502
 
 
 async def stored_before(
-    runtime: Any, discord: FakeDiscord, personality: Personality, text: str, *, user: int, channel: int
+    runtime: Runtime, discord: FakeDiscord, personality: Personality, text: str, *, user: int, channel: int
 ) -> SentMessage:
     """A message the bot stored before it went away (and the channel's history holds)."""
     message = discord.said_while_away(text, user=user, channel=channel, ago=timedelta(hours=3))
@@ -48,7 +48,7 @@ async def stored_before(
 async def test_missed_messages_are_stored_remembered_and_answered_only_when_recent(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -99,7 +99,7 @@ async def test_missed_messages_are_stored_remembered_and_answered_only_when_rece
 async def test_replies_found_in_the_history_are_stored_not_sent_again(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -135,7 +135,7 @@ async def test_replies_found_in_the_history_are_stored_not_sent_again(
 
 
 async def test_memories_formed_by_the_periodic_pass_get_their_reaction(
-    fake_discord: FakeDiscord, start_bot: StartBot, runtime: Any, lilith: Personality
+    fake_discord: FakeDiscord, start_bot: StartBot, runtime: Runtime, lilith: Personality
 ) -> None:
     await fake_discord.say("Lilith, hello.")
     [first] = fake_discord.in_channel(CHANNEL)[:1]
@@ -160,7 +160,7 @@ async def test_memories_formed_by_the_periodic_pass_get_their_reaction(
 async def test_what_was_said_incognito_while_away_is_never_remembered_though_the_span_ended(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -199,7 +199,7 @@ async def test_what_was_said_incognito_while_away_is_never_remembered_though_the
 async def test_a_missed_message_said_incognito_is_answered_without_a_memory(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -225,7 +225,7 @@ async def test_a_missed_message_said_incognito_is_answered_without_a_memory(
 async def test_a_process_reads_back_only_the_channels_of_its_own_shards(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -251,7 +251,7 @@ async def test_a_process_reads_back_only_the_channels_of_its_own_shards(
 async def test_an_older_missed_line_of_an_answered_user_is_remembered_with_their_newest(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -286,7 +286,7 @@ async def test_an_older_missed_line_of_an_answered_user_is_remembered_with_their
 async def test_missed_lines_that_name_a_personality_in_an_unbound_channel_are_read_back(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:

@@ -4,8 +4,8 @@ remembered."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from bot.runtime import Runtime
 from memory.chat.service import UNAVAILABLE_REPLY
 from models import Personality
 from testkit.fake_discord import BOT_ID, CHANNEL, PLAIN_CHANNEL, FakeDiscord
@@ -17,7 +17,7 @@ ALICE, BOB = 201, 202
 
 
 async def test_bound_channel_answers_as_the_personality_in_bold_without_webhooks(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Welcome to the library."
     await bind(runtime, lilith, PLAIN_CHANNEL)
@@ -31,7 +31,11 @@ async def test_bound_channel_answers_as_the_personality_in_bold_without_webhooks
 
 
 async def test_with_webhooks_the_reply_comes_under_the_personalitys_name(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, sage: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord,
+    runtime: Runtime,
+    lilith: Personality,
+    sage: Personality,
+    llm_server: LLMTestServer,
 ) -> None:
     llm_server.responder = lambda body: "Hello from the stacks."
     first = await fake_discord.say("Lilith, hello", channel=CHANNEL)
@@ -52,7 +56,7 @@ async def test_with_webhooks_the_reply_comes_under_the_personalitys_name(
 
 
 async def test_messages_that_address_nobody_are_ignored(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality
 ) -> None:
     await fake_discord.say("just chatting about lilith")
     assert fake_discord.sent_by_bot(CHANNEL) == []
@@ -60,7 +64,7 @@ async def test_messages_that_address_nobody_are_ignored(
 
 
 async def test_two_personalities_in_one_channel(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, sage: Personality
 ) -> None:
     await bind(runtime, lilith)
     await bind(runtime, sage)
@@ -72,7 +76,7 @@ async def test_two_personalities_in_one_channel(
 
 
 async def test_bots_webhooks_and_the_bot_itself_never_get_an_answer(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality
 ) -> None:
     await bind(runtime, lilith)
     await fake_discord.say("Lilith, I am a bot", bot=True, user=555)
@@ -83,7 +87,7 @@ async def test_bots_webhooks_and_the_bot_itself_never_get_an_answer(
 
 
 async def test_model_output_never_pings(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "@everyone look! <@123> and <@&456> too"
     await fake_discord.say("Lilith, ping people", channel=PLAIN_CHANNEL)
@@ -99,7 +103,7 @@ async def test_model_output_never_pings(
 
 
 async def test_long_replies_are_split_and_each_part_stored(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     paragraph = "The northern maps were drawn by monks who never saw the sea. " * 20
     llm_server.responder = lambda body: f"{paragraph.strip()}\n\n{paragraph.strip()}\n\n{paragraph.strip()}"
@@ -112,9 +116,9 @@ async def test_long_replies_are_split_and_each_part_stored(
 
 
 async def test_llm_failure_sends_a_notice_and_keeps_the_message(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(500), Fail(500))
     await fake_discord.say("Lilith, are you there?", channel=PLAIN_CHANNEL)
     [notice] = fake_discord.sent_by_bot(PLAIN_CHANNEL)
@@ -123,7 +127,7 @@ async def test_llm_failure_sends_a_notice_and_keeps_the_message(
 
 
 async def test_cooldown_sends_one_polite_notice(
-    discord_world: FakeDiscord, start_bot: StartBot, runtime: Any, lilith: Personality
+    discord_world: FakeDiscord, start_bot: StartBot, runtime: Runtime, lilith: Personality
 ) -> None:
     await start_bot(cooldown_messages=1, cooldown_seconds=60)
     for text in ("Lilith, one", "Lilith, two", "Lilith, three"):
@@ -137,7 +141,7 @@ async def test_cooldown_sends_one_polite_notice(
 
 
 async def test_dm_with_a_chosen_personality(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Hello from the garden."
     dm = fake_discord.dm_channel(ALICE)
@@ -151,7 +155,7 @@ async def test_dm_with_a_chosen_personality(
 
 
 async def test_a_thread_answers_through_its_parents_binding_and_webhook(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "In the thread."
     await bind(runtime, lilith, CHANNEL)
@@ -162,7 +166,7 @@ async def test_a_thread_answers_through_its_parents_binding_and_webhook(
 
 
 async def test_remembered_exchange_gets_a_reaction(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "A dog called Biscuit, how lovely."
     said = await fake_discord.say("Lilith, my dog is called Biscuit.")
@@ -172,7 +176,7 @@ async def test_remembered_exchange_gets_a_reaction(
 
 
 async def test_no_reaction_when_disabled(
-    discord_world: FakeDiscord, start_bot: StartBot, runtime: Any, lilith: Personality
+    discord_world: FakeDiscord, start_bot: StartBot, runtime: Runtime, lilith: Personality
 ) -> None:
     await start_bot(remembered_reaction="")
     said = await discord_world.say("Lilith, remember this quietly.")

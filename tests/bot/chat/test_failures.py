@@ -4,7 +4,6 @@ begins in bold."""
 
 from __future__ import annotations
 
-from typing import Any
 from unittest.mock import AsyncMock
 
 import pytest
@@ -12,6 +11,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import OperationalError
 
 from bot.chat.answering import FAILURE_NOTICE
+from bot.runtime import Runtime
 from memory.chat.service import CUT_REPLY, REPLY_CUT_NOTE
 from models import Personality
 from testkit.fake_discord import CHANNEL, PLAIN_CHANNEL, FakeDiscord
@@ -23,7 +23,7 @@ ALICE = 201
 
 
 async def test_a_refused_typing_indicator_loses_nothing(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Tomatoes love the sun."
     fake_discord.fail("POST", f"/channels/{PLAIN_CHANNEL}/typing", 403)
@@ -40,7 +40,7 @@ async def test_a_refused_typing_indicator_loses_nothing(
 
 
 async def test_a_refused_webhook_answers_as_the_bot(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Still here."
     fake_discord.fail("POST", f"/channels/{CHANNEL}/webhooks", 403, 50013)
@@ -51,7 +51,7 @@ async def test_a_refused_webhook_answers_as_the_bot(
 
 
 async def test_any_refusal_of_the_webhook_answers_as_the_bot(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """Discord refuses a webhook message with 400 when its name holds "clyde" or "discord", among other
     reasons: the reply comes as the bot's own message all the same (issue 20, 19)."""
@@ -66,7 +66,7 @@ async def test_any_refusal_of_the_webhook_answers_as_the_bot(
 
 
 async def test_a_reply_longer_than_the_cap_is_cut_and_says_so(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """A model that ignores max_tokens (200,000 characters) posts at most REPLY_MAX_CHARS, and the reply
     says it was cut; what was posted is what is stored and remembered (issue 20, 20)."""
@@ -83,7 +83,7 @@ async def test_a_reply_longer_than_the_cap_is_cut_and_says_so(
 
 
 async def test_a_stream_cut_at_its_deadline_is_told_in_the_channel(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """The model sends a word, then nothing for longer than its idle deadline: the partial answer is not
     posted as if it were whole, the user reads that it was cut, and the message waits to be answered
@@ -98,7 +98,7 @@ async def test_a_stream_cut_at_its_deadline_is_told_in_the_channel(
 
 
 async def test_a_webhook_deleted_by_someone_is_made_again(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Hello."
     await fake_discord.say("Lilith, one")
@@ -113,7 +113,7 @@ async def test_a_webhook_deleted_by_someone_is_made_again(
 
 async def test_a_database_error_after_storing_is_a_short_notice(
     fake_discord: FakeDiscord,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -131,7 +131,7 @@ async def test_a_database_error_after_storing_is_a_short_notice(
 
 
 async def test_a_personality_deleted_while_cached_gets_a_notice(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, caplog: pytest.LogCaptureFixture
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, caplog: pytest.LogCaptureFixture
 ) -> None:
     await fake_discord.say("Lilith, hello", channel=PLAIN_CHANNEL)
     assert len(fake_discord.sent_by_bot(PLAIN_CHANNEL)) == 1  # the routing directory holds Lilith's names
@@ -148,7 +148,7 @@ async def test_a_personality_deleted_while_cached_gets_a_notice(
 
 
 async def test_a_webhook_reply_that_begins_in_bold_is_stored_whole(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "**Plan:**\nWater the tomatoes"
     await fake_discord.say("Lilith, what's the plan?")

@@ -5,8 +5,8 @@ answers it, and no memory is made of it, nor of it as the context of its author'
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import PLAIN_CHANNEL, FakeDiscord, SentMessage
 from testkit.llm_server import LLMTestServer
@@ -18,7 +18,7 @@ DOOR_CODE = "Lilith, the door code is 4921."
 
 
 async def refused_after_an_answer(
-    discord_world: FakeDiscord, start_bot: StartBot, runtime: Any, lilith: Personality
+    discord_world: FakeDiscord, start_bot: StartBot, runtime: Runtime, lilith: Personality
 ) -> tuple[SentMessage, SentMessage, SentMessage]:
     """One message answered, then one over the limit: (the answer, the refused message, the notice)."""
     await bind(runtime, lilith, PLAIN_CHANNEL)
@@ -31,7 +31,7 @@ async def refused_after_an_answer(
 
 
 async def assert_not_answered(
-    discord_world: FakeDiscord, runtime: Any, refused: SentMessage, seen: list[SentMessage]
+    discord_world: FakeDiscord, runtime: Runtime, refused: SentMessage, seen: list[SentMessage]
 ) -> None:
     assert discord_world.sent_by_bot(PLAIN_CHANNEL) == seen  # not answered late
     excluded = {m.external_id: m.memory_excluded for m in await rows(runtime)}
@@ -40,7 +40,7 @@ async def assert_not_answered(
 
 async def assert_not_remembered(
     discord_world: FakeDiscord,
-    runtime: Any,
+    runtime: Runtime,
     llm_server: LLMTestServer,
     refused: SentMessage,
     seen: list[SentMessage],
@@ -64,7 +64,7 @@ async def assert_not_remembered(
 async def test_a_refused_message_is_not_answered_after_a_restart_nor_remembered(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:
@@ -81,7 +81,7 @@ async def test_a_refused_message_is_not_answered_after_a_restart_nor_remembered(
 async def test_a_refused_message_is_not_answered_after_a_resume_nor_remembered(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:

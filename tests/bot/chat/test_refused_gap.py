@@ -7,8 +7,8 @@ acted on, passing the refused one over."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
+from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import PLAIN_CHANNEL, FakeDiscord
 from testkit.llm_server import LLMTestServer
@@ -21,7 +21,7 @@ ALICE, BOB = 201, 202
 async def test_a_message_missed_before_a_refused_one_is_still_read_back(
     discord_world: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:

@@ -3,10 +3,9 @@ again in place, with the real services, PostgreSQL, Qdrant Edge and the chat LLM
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.chat.regenerate import NOT_LATEST, NOT_YOURS
 from memory.chat.service import UNAVAILABLE_REPLY
 from models import Message, Personality
@@ -21,7 +20,7 @@ BOB = 202
 PARAGRAPH = "The northern maps were drawn by monks who never saw the sea. " * 20
 
 
-async def replies(runtime: Any) -> list[Message]:
+async def replies(runtime: Runtime) -> list[Message]:
     async with runtime.sessionmaker() as session:
         return list(
             (
@@ -35,7 +34,7 @@ def answering(llm_server: LLMTestServer, text: str) -> None:
 
 
 async def test_regenerate_replaces_the_reply_in_place_and_remembers_only_the_new_answer(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     answering(llm_server, "Mochi is a fine name for a lighthouse keeper's cat.")
     asked = (await fake_discord.say("Lilith, my cat is called Mochi.", user=ALICE)).id
@@ -66,7 +65,7 @@ async def test_regenerate_replaces_the_reply_in_place_and_remembers_only_the_new
 
 
 async def test_only_the_user_answered_may_regenerate(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     answering(llm_server, "Welcome to the library.")
     await fake_discord.say("Lilith, hello", user=ALICE)
@@ -80,7 +79,7 @@ async def test_only_the_user_answered_may_regenerate(
 
 
 async def test_an_older_reply_cannot_be_regenerated_and_loses_its_button(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     answering(llm_server, "The first answer.")
     await fake_discord.say("Lilith, one", user=ALICE)
@@ -99,7 +98,7 @@ async def test_an_older_reply_cannot_be_regenerated_and_loses_its_button(
 
 
 async def test_in_a_dm_the_bots_own_message_is_edited(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     dm = fake_discord.dm_channel(ALICE)
     await bind(runtime, lilith, dm, dm=True)
@@ -116,7 +115,7 @@ async def test_in_a_dm_the_bots_own_message_is_edited(
 
 
 async def test_a_reply_in_parts_is_replaced_whole(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     long = "\n\n".join([PARAGRAPH.strip()] * 3)
     answering(llm_server, long)
@@ -146,12 +145,12 @@ async def test_a_reply_in_parts_is_replaced_whole(
 
 
 async def test_a_failing_model_keeps_the_old_answer(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     answering(llm_server, "The harbour map is in drawer nine.")
     await fake_discord.say("Lilith, where is the harbour map?", user=ALICE)
     [reply] = fake_discord.sent_by_bot(CHANNEL)
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(500), Fail(500))
     pressed = await fake_discord.click(reply, user=ALICE)
     assert pressed.reply.ephemeral and pressed.text == UNAVAILABLE_REPLY
@@ -164,7 +163,7 @@ async def test_a_failing_model_keeps_the_old_answer(
 async def test_the_button_works_after_a_restart(
     fake_discord: FakeDiscord,
     start_bot: StartBot,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
 ) -> None:

@@ -4,8 +4,7 @@ part by part in place."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import CHANNEL, PLAIN_CHANNEL, FakeDiscord
 from testkit.llm_server import LLMTestServer
@@ -17,7 +16,7 @@ PARAGRAPH = "The northern maps were drawn by monks who never saw the sea. " * 20
 
 
 async def test_only_the_header_the_bot_put_is_left_out_of_the_stored_reply(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "**Plan:**\nWater the tomatoes"
     await fake_discord.say("Lilith, what's the plan?", channel=PLAIN_CHANNEL)
@@ -29,7 +28,7 @@ async def test_only_the_header_the_bot_put_is_left_out_of_the_stored_reply(
 
 
 async def test_a_long_plain_reply_keeps_its_header_within_the_limit(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "y" * 3990
     await fake_discord.say("Lilith, go on", channel=PLAIN_CHANNEL)
@@ -41,7 +40,7 @@ async def test_a_long_plain_reply_keeps_its_header_within_the_limit(
 
 
 async def test_in_a_thread_a_reply_is_answered_again_part_by_part_through_the_parents_webhook(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     await bind(runtime, lilith, CHANNEL)
     await fake_discord.add_thread(THREAD, parent_id=CHANNEL)

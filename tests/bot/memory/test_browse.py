@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.recall.keywords import encode_sparse_query
 from memory.types import RecallFilter
 from models import Memory, Personality
@@ -29,12 +30,12 @@ HOBBIES = tuple(
 
 
 @pytest.fixture
-async def sage(runtime: Any) -> Personality:
+async def sage(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Sage", owner_id=str(OWNER))
     return personality
 
 
-async def alice_memories(runtime: Any) -> dict[str, Memory]:
+async def alice_memories(runtime: Runtime) -> dict[str, Memory]:
     """Alice's live memories by id."""
     async with runtime.sessionmaker() as session:
         rows = await session.scalars(
@@ -43,7 +44,7 @@ async def alice_memories(runtime: Any) -> dict[str, Memory]:
         return {str(m.id): m for m in rows.all()}
 
 
-async def keyword_hits(runtime: Any, sage: Personality, words: str) -> list[uuid.UUID]:
+async def keyword_hits(runtime: Runtime, sage: Personality, words: str) -> list[uuid.UUID]:
     found = await runtime.memory._store.index.search(
         dense=None,
         sparse=encode_sparse_query(words),
@@ -62,7 +63,7 @@ def button(message: SentMessage, label: str) -> dict[str, Any]:
 
 
 async def test_browse_pages_through_twelve_memories_five_at_a_time(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     assert await seed_memories(runtime, sage, str(ALICE), exchanges=EXCHANGES + HOBBIES) == 12
     await seed_memories(runtime, sage, str(BOB), exchanges=(("My dog is called Rex.", "Rex, nice."),))
@@ -104,7 +105,7 @@ async def test_browse_pages_through_twelve_memories_five_at_a_time(
 
 
 async def test_pin_edit_and_forget_from_browse(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE))
     page = (await fake_discord.command("memory browse", user=ALICE)).reply
@@ -160,7 +161,7 @@ async def test_pin_edit_and_forget_from_browse(
 
 
 async def test_browse_by_query_puts_the_best_match_first(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE), exchanges=EXCHANGES + HOBBIES)
     await seed_memories(runtime, sage, str(BOB), exchanges=(("My dog is called Rex.", "Rex, nice."),))
@@ -178,7 +179,7 @@ async def test_browse_by_query_puts_the_best_match_first(
 
 
 async def test_long_memories_share_discords_limit(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     # Each day's walk saw other birds: six memories, not one said six times.
     birds = ("herons", "swans", "kingfishers", "cormorants", "egrets", "grebes")

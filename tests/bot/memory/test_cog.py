@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
+from bot.runtime import Runtime
 from memory.conversations import Venue, find_conversation
 from memory.formation.importer import parse_transcript
 from models import Conversation, Memory, Personality, Summary, UserSettings
@@ -21,12 +22,12 @@ GUILD = 300
 
 
 @pytest.fixture
-async def sage(runtime: Any) -> Personality:
+async def sage(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Sage", owner_id=str(OWNER))
     return personality
 
 
-async def live_memories(runtime: Any, user_id: int) -> list[Memory]:
+async def live_memories(runtime: Runtime, user_id: int) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list(
             (
@@ -38,7 +39,7 @@ async def live_memories(runtime: Any, user_id: int) -> list[Memory]:
 
 
 async def test_status_shows_mode_source_model_and_storage(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     assert await seed_memories(runtime, sage, str(ALICE)) == 3
     status = await fake_discord.command("memory status", user=ALICE, personality="sage")
@@ -58,7 +59,7 @@ async def test_status_shows_mode_source_model_and_storage(
 
 
 async def test_settings_summarization_is_the_users_and_shows_in_status(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     saved = await fake_discord.command(
         "memory settings", user=ALICE, summarization="enabled", personality="sage"
@@ -82,7 +83,7 @@ async def test_settings_summarization_is_the_users_and_shows_in_status(
 
 
 async def test_memory_off_stops_new_memories_and_offers_deletion(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE))
     await seed_memories(runtime, sage, str(BOB))
@@ -99,7 +100,7 @@ async def test_memory_off_stops_new_memories_and_offers_deletion(
 
 
 async def test_search_returns_own_memories_with_ids(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE))
     await seed_memories(runtime, sage, str(BOB), exchanges=(("My dog is called Rex.", "Rex, nice."),))
@@ -119,7 +120,7 @@ async def test_search_returns_own_memories_with_ids(
 
 
 async def test_forget_one_never_comes_back(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE))
     memory = runtime.memory
@@ -139,7 +140,7 @@ async def test_forget_one_never_comes_back(
     assert "is not a memory id" in bad.text
 
 
-async def test_forget_all_asks_first(fake_discord: FakeDiscord, runtime: Any, sage: Personality) -> None:
+async def test_forget_all_asks_first(fake_discord: FakeDiscord, runtime: Runtime, sage: Personality) -> None:
     await seed_memories(runtime, sage, str(ALICE))
     await seed_memories(runtime, sage, str(BOB))
     asked = await fake_discord.command("memory forget", user=ALICE, memory="all", personality="sage")
@@ -155,7 +156,7 @@ async def test_forget_all_asks_first(fake_discord: FakeDiscord, runtime: Any, sa
 
 
 async def test_export_is_importable_jsonl_of_own_memories(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE))
     await seed_memories(runtime, sage, str(BOB))
@@ -178,7 +179,7 @@ async def test_export_is_importable_jsonl_of_own_memories(
 
 
 async def test_reset_clears_the_rolling_summary_and_title_here(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE), guild_id=str(GUILD), channel_id="501")
     async with runtime.sessionmaker.begin() as session:
@@ -225,14 +226,15 @@ async def test_reset_clears_the_rolling_summary_and_title_here(
 
 
 async def test_unknown_personality_and_bad_choice(fake_discord: FakeDiscord) -> None:
-    for path, options in (
+    cases: tuple[tuple[str, dict[str, Any]], ...] = (
         ("memory status", {}),
         ("memory search", {"query": "x"}),
         ("memory export", {}),
         ("memory forget", {"memory": "all"}),
         ("memory settings", {"memory": "on"}),
         ("memory incognito", {"state": "on"}),
-    ):
+    )
+    for path, options in cases:
         reply = await fake_discord.command(path, user=ALICE, personality="nobody", **options)
         assert reply.reply.ephemeral
         assert "No personality named 'nobody'" in reply.text, path
@@ -242,7 +244,7 @@ async def test_unknown_personality_and_bad_choice(fake_discord: FakeDiscord) -> 
 
 
 async def test_each_search_hit_shows_its_own_words_beside_its_id(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     """A hit recalled with its neighbouring exchanges shows, beside its id, only what it holds itself: a
     user picks the right memory to forget (issue 20, 6)."""

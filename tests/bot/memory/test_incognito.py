@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole
@@ -28,7 +29,9 @@ def ends_at(text: str) -> datetime:
     return datetime.fromtimestamp(int(found.group(1)), UTC)
 
 
-async def exclusion_of(runtime: Any, personality: Personality, user: int, created_at: datetime) -> str | None:
+async def exclusion_of(
+    runtime: Runtime, personality: Personality, user: int, created_at: datetime
+) -> str | None:
     """Store a message of the user said at `created_at` (as catch-up would, later); its exclusion."""
     external_id = f"said-{created_at.timestamp()}"
     message = LoggedMessage(external_id, str(user), "Alice", MessageRole.USER, "hello", created_at)
@@ -40,11 +43,12 @@ async def exclusion_of(runtime: Any, personality: Personality, user: int, create
 
 
 async def test_on_for_an_hour_shows_in_status_and_ends_by_itself(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     now = datetime.now(UTC)
+    for_an_hour: dict[str, Any] = {"for": "1h"}  # `for` is the option's name, a keyword in Python
     on = await fake_discord.command(
-        "memory incognito", user=ALICE, state="on", personality="sage", **{"for": "1h"}
+        "memory incognito", user=ALICE, state="on", personality="sage", **for_an_hour
     )
     assert on.reply.ephemeral
     assert on.text.startswith("Incognito is on with **Sage**, until <t:")
@@ -69,7 +73,7 @@ async def test_on_for_an_hour_shows_in_status_and_ends_by_itself(
 
 
 async def test_on_for_every_personality_until_off_and_off(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     on = await fake_discord.command("memory incognito", user=ALICE, state="on")
     assert on.text.startswith("Incognito is on with every personality, until you turn it off.")
@@ -92,7 +96,7 @@ async def test_on_for_every_personality_until_off_and_off(
 
 
 async def test_chatting_incognito_is_answered_without_a_memory_or_a_reaction(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Your secret is safe with me."
     on = await fake_discord.command("memory incognito", user=ALICE, state="on", personality="lilith")
@@ -124,7 +128,7 @@ async def test_chatting_incognito_is_answered_without_a_memory_or_a_reaction(
 
 
 async def test_incognito_with_one_personality_leaves_the_others_remembering(
-    fake_discord: FakeDiscord, runtime: Any, lilith: Personality, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, lilith: Personality, sage: Personality
 ) -> None:
     await runtime.incognito.start(str(ALICE), sage.id, None)
     to_sage = await fake_discord.say("Sage, I failed my driving test.", user=ALICE)

@@ -4,12 +4,12 @@ run by users, with the chat, memory and formation services behind them."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import select, update
 
 from bot.client import CommandPublisher, sync_command_tree
+from bot.runtime import Runtime
 from memory.chat.service import ChatReply, ChatRequest
 from models import Memory, Message, Personality
 from testkit.fake_discord import CHANNEL, GUILD, TOKEN, FakeDiscord, SentMessage
@@ -24,7 +24,7 @@ class Chat:
     """Alice and Bob talking with Sage: each message in Discord and in the log as the catch-up stores what
     it finds in a channel's history (Sage's reply through its webhook), the exchange left to form."""
 
-    def __init__(self, runtime: Any, discord: FakeDiscord, sage: Personality) -> None:
+    def __init__(self, runtime: Runtime, discord: FakeDiscord, sage: Personality) -> None:
         self.runtime, self.discord, self.sage = runtime, discord, sage
 
     async def say(
@@ -53,11 +53,11 @@ class Chat:
 
 
 @pytest.fixture
-def chat(runtime: Any, fake_discord: FakeDiscord, sage: Personality) -> Chat:
+def chat(runtime: Runtime, fake_discord: FakeDiscord, sage: Personality) -> Chat:
     return Chat(runtime, fake_discord, sage)
 
 
-async def stored(runtime: Any) -> tuple[list[Memory], dict[str, Message]]:
+async def stored(runtime: Runtime) -> tuple[list[Memory], dict[str, Message]]:
     async with runtime.sessionmaker() as session:
         memories = list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
         messages = {m.external_id: m for m in (await session.scalars(select(Message))).all()}
@@ -65,7 +65,7 @@ async def stored(runtime: Any) -> tuple[list[Memory], dict[str, Message]]:
 
 
 async def test_remember_this_forms_the_exchange_at_once_and_pins_it(
-    fake_discord: FakeDiscord, runtime: Any, chat: Chat, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, chat: Chat, sage: Personality
 ) -> None:
     said, _ = await chat.say(ALICE, "My sister Leila moved to Porto with her cat Mochi.")
     other, _ = await chat.say(ALICE, "I like rainy days.")
@@ -96,7 +96,7 @@ async def test_remember_this_forms_the_exchange_at_once_and_pins_it(
 
 
 async def test_remember_this_on_the_reply_and_only_by_whoever_was_answered(
-    fake_discord: FakeDiscord, runtime: Any, chat: Chat
+    fake_discord: FakeDiscord, runtime: Runtime, chat: Chat
 ) -> None:
     said, answer = await chat.say(ALICE, "My dog Biscuit turns four in May.")
     assert answer is not None
@@ -112,7 +112,7 @@ async def test_remember_this_on_the_reply_and_only_by_whoever_was_answered(
 
 
 async def test_forget_this_removes_the_memory_and_the_exchange_never_comes_back(
-    fake_discord: FakeDiscord, runtime: Any, chat: Chat, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, chat: Chat, sage: Personality
 ) -> None:
     said, answer = await chat.say(ALICE, "My locker code is 4711, do not tell anyone.")
     kept, _ = await chat.say(ALICE, "I adore the violin.")
@@ -158,7 +158,7 @@ async def test_forget_this_removes_the_memory_and_the_exchange_never_comes_back(
 
 
 async def test_messages_the_bot_never_logged_or_not_yet_answered(
-    fake_discord: FakeDiscord, runtime: Any, chat: Chat
+    fake_discord: FakeDiscord, runtime: Runtime, chat: Chat
 ) -> None:
     stranger = fake_discord.said_while_away("just chatting", user=ALICE, ago=timedelta(0))
     for name in ("Remember this", "Forget this"):
@@ -170,7 +170,7 @@ async def test_messages_the_bot_never_logged_or_not_yet_answered(
     assert (await stored(runtime))[0] == []
 
 
-async def test_remember_and_forget_in_a_dm(fake_discord: FakeDiscord, runtime: Any, chat: Chat) -> None:
+async def test_remember_and_forget_in_a_dm(fake_discord: FakeDiscord, runtime: Runtime, chat: Chat) -> None:
     said, answer = await chat.say(ALICE, "My favourite tea is lapsang souchong.", dm=True)
     assert answer is not None
     done = await fake_discord.message_command("Remember this", answer, user=ALICE)

@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.recall.receipts import NOT_YOURS
 from models import Memory, Personality
-from testkit.fake_discord import CHANNEL, GUILD, FakeDiscord, SentMessage
+from testkit.fake_discord import CHANNEL, GUILD, FakeDiscord, Invocation, SentMessage
 from testkit.llm_server import LLMTestServer
 from tests.bot.seeding import seed_memories
 from tests.bot.state import StartBot
@@ -27,7 +28,7 @@ FACTS = (
 )
 
 
-async def seed(runtime: Any, personality: Personality, user: int = ALICE) -> None:
+async def seed(runtime: Runtime, personality: Personality, user: int = ALICE) -> None:
     """Alice's memories with the personality, formed in another channel of this guild (the history of
     this one would show them: they would not be recalled into its prompts)."""
     assert await seed_memories(
@@ -35,7 +36,7 @@ async def seed(runtime: Any, personality: Personality, user: int = ALICE) -> Non
     ) == len(FACTS)
 
 
-async def live(runtime: Any, user: int = ALICE) -> dict[str, Memory]:
+async def live(runtime: Runtime, user: int = ALICE) -> dict[str, Memory]:
     async with runtime.sessionmaker() as session:
         rows = await session.scalars(
             select(Memory).where(Memory.user_id == str(user), Memory.state != "deleted")
@@ -57,14 +58,14 @@ def in_prompt(llm_server: LLMTestServer, memories: dict[str, Memory]) -> set[str
     return {i for i, m in memories.items() if " ".join(m.content.split()) in system}
 
 
-async def open_receipt(fake_discord: FakeDiscord, reply: SentMessage, user: int = ALICE) -> Any:
+async def open_receipt(fake_discord: FakeDiscord, reply: SentMessage, user: int = ALICE) -> Invocation:
     button = brain(reply)
     assert button is not None
     return await fake_discord.click(reply, index=reply.buttons.index(button), user=user)
 
 
 async def test_a_reply_that_used_memories_shows_exactly_them_to_the_user_answered(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await seed(runtime, lilith)
     llm_server.responder = lambda body: "Biscuit, on the beach, of course."
@@ -90,7 +91,7 @@ async def test_a_reply_that_used_memories_shows_exactly_them_to_the_user_answere
 
 
 async def test_pin_wrong_and_forget_work_from_the_receipt(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await seed(runtime, lilith)
     llm_server.responder = lambda body: "Biscuit, of course."
@@ -125,7 +126,7 @@ async def test_the_receipt_works_after_a_restart_and_follows_a_regenerated_answe
     fake_discord: FakeDiscord,
     start_bot: StartBot,
     lilith: Personality,
-    runtime: Any,
+    runtime: Runtime,
     llm_server: LLMTestServer,
 ) -> None:
     await seed(runtime, lilith)
@@ -155,7 +156,7 @@ async def test_the_receipt_works_after_a_restart_and_follows_a_regenerated_answe
 
 
 async def test_no_memories_no_button_and_fresh_mode_uses_none(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Hello there."
     await fake_discord.say("Lilith, hello", user=BOB)  # Bob has no memories

@@ -3,8 +3,7 @@ edit button is "Wrong…", and its text used to say "pin, edit or forget"."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import CHANNEL, FakeDiscord, SentMessage
 from testkit.llm_server import LLMTestServer
@@ -22,7 +21,7 @@ def hint_names_the_buttons(page: SentMessage) -> None:
 
 
 async def test_the_receipt_says_wrong_where_its_button_does(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await seed(runtime, lilith)
     llm_server.responder = lambda body: "Biscuit, of course."
@@ -35,7 +34,7 @@ async def test_the_receipt_says_wrong_where_its_button_does(
 
 
 async def test_browse_says_edit_where_its_button_does(
-    fake_discord: FakeDiscord, lilith: Personality, runtime: Any
+    fake_discord: FakeDiscord, lilith: Personality, runtime: Runtime
 ) -> None:
     await seed(runtime, lilith)
     page = (await fake_discord.command("memory browse", user=ALICE)).reply

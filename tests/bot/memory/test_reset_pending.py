@@ -3,16 +3,15 @@ no memory appears after a reset from words said before it; other users' exchange
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from models import Memory, Personality
 from testkit.fake_discord import CHANNEL, GUILD, FakeDiscord
 from tests.bot.memory.test_message_actions import ALICE, BOB, Chat
 
 
-async def memories_of(runtime: Any) -> dict[str, list[str]]:
+async def memories_of(runtime: Runtime) -> dict[str, list[str]]:
     async with runtime.sessionmaker() as session:
         rows = (await session.scalars(select(Memory).where(Memory.state != "deleted"))).all()
     found: dict[str, list[str]] = {}
@@ -22,7 +21,7 @@ async def memories_of(runtime: Any) -> dict[str, list[str]]:
 
 
 async def test_a_reset_cancels_the_users_pending_memories_here(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     chat = Chat(runtime, fake_discord, sage)
     await chat.say(ALICE, "The door code at my office is 4921.")

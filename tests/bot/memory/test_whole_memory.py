@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from typing import Any
 
 import pytest
 
 from bot.cli.app import build_parser
+from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import FakeDiscord
 from testkit.llm_server import LLMTestServer
@@ -31,7 +31,7 @@ LONG = (
 )
 
 
-async def cli_show(runtime: Any, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+async def cli_show(runtime: Runtime, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """`personae memory show ...` through its parser and handler, on this runtime."""
     args = build_parser().parse_args(["memory", "show", *argv])
     capsys.readouterr()
@@ -43,7 +43,7 @@ def discord_facts(text: str) -> list[tuple[str, str]]:
     return re.findall(r"^\*\*([^*]+):\*\* (.+)$", text, re.MULTILINE)
 
 
-async def only_memory(runtime: Any, user: int = ALICE) -> uuid.UUID:
+async def only_memory(runtime: Runtime, user: int = ALICE) -> uuid.UUID:
     page = await runtime.memory.browse(user_id=str(user))
     assert page.total == 1
     memory_id: uuid.UUID = page.memories[0].id
@@ -51,7 +51,7 @@ async def only_memory(runtime: Any, user: int = ALICE) -> uuid.UUID:
 
 
 async def test_a_hybrid_summary_shown_whole_the_same_through_both_doors(
-    fake_discord: FakeDiscord, runtime: Any, capsys: pytest.CaptureFixture[str]
+    fake_discord: FakeDiscord, runtime: Runtime, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sage, _ = await runtime.personalities.create("Sage", prompt="You are Sage.", memory_mode="hybrid")
     assert await seed_memories(runtime, sage, str(ALICE), exchanges=LONG) == 1
@@ -75,7 +75,7 @@ async def test_a_hybrid_summary_shown_whole_the_same_through_both_doors(
 
 
 async def test_an_extractive_summary_says_why(
-    fake_discord: FakeDiscord, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "I'm sorry, but I can't help with that."
     sage, _ = await runtime.personalities.create("Sage", prompt="You are Sage.", memory_mode="summarized")
@@ -88,7 +88,7 @@ async def test_an_extractive_summary_says_why(
 
 
 async def test_pinned_and_corrected_verbatim_memory_keeps_what_was_said(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality, capsys: pytest.CaptureFixture[str]
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE), exchanges=(("My dog is Biscuit.", "Lovely."),))
     memory_id = await only_memory(runtime)
@@ -107,7 +107,7 @@ async def test_pinned_and_corrected_verbatim_memory_keeps_what_was_said(
 
 
 async def test_short_ids_are_taken_where_unique_and_refused_in_one_line_where_not(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality, capsys: pytest.CaptureFixture[str]
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Seventeen memories: two of them start with the same hex digit.
     things = (
@@ -157,7 +157,7 @@ async def test_short_ids_are_taken_where_unique_and_refused_in_one_line_where_no
 
 
 async def test_browse_says_how_the_picked_memory_was_made(
-    fake_discord: FakeDiscord, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, runtime: Runtime, sage: Personality
 ) -> None:
     await seed_memories(runtime, sage, str(ALICE), exchanges=(("My dog is Biscuit.", "Lovely."),))
     memory_id = str(await only_memory(runtime))

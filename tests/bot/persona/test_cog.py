@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.memory.texts import persona_status
+from bot.runtime import Runtime
 from memory.chat.prompt_persona import ELLIPSIS, PERSONA_HEADER
 from memory.tokens import count_message_tokens
 from models import Personality
@@ -30,7 +31,7 @@ def system_prompt(request: dict[str, Any]) -> str:
     return str(request["messages"][0]["content"])
 
 
-async def test_set_show_and_clear(fake_discord: FakeDiscord, personalities: None, runtime: Any) -> None:
+async def test_set_show_and_clear(fake_discord: FakeDiscord, personalities: None, runtime: Runtime) -> None:
     command = fake_discord.command
     saved = await command(
         "persona set", user=ALICE, name="Alice", pronouns="she/her", about="A cartographer from Porto."
@@ -70,7 +71,9 @@ async def test_set_show_and_clear(fake_discord: FakeDiscord, personalities: None
     assert await runtime.personas.all_of(str(ALICE)) == []
 
 
-async def test_limits_are_clear_errors(fake_discord: FakeDiscord, personalities: None, runtime: Any) -> None:
+async def test_limits_are_clear_errors(
+    fake_discord: FakeDiscord, personalities: None, runtime: Runtime
+) -> None:
     command = fake_discord.command
     too_long = await command("persona set", user=ALICE, name="Alice", about="a" * 1001)
     assert too_long.reply.ephemeral
@@ -87,7 +90,7 @@ async def test_limits_are_clear_errors(fake_discord: FakeDiscord, personalities:
 
 
 async def test_the_personality_is_told_who_it_answers(
-    fake_discord: FakeDiscord, personalities: None, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, personalities: None, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     command = fake_discord.command
     await command(
@@ -115,7 +118,7 @@ async def test_the_personality_is_told_who_it_answers(
 async def test_a_long_about_is_cut_within_its_share_of_a_small_window(
     fake_discord: FakeDiscord,
     personalities: None,
-    runtime: Any,
+    runtime: Runtime,
     lilith: Personality,
     llm_server: LLMTestServer,
     monkeypatch: pytest.MonkeyPatch,
@@ -139,7 +142,7 @@ async def test_a_long_about_is_cut_within_its_share_of_a_small_window(
 
 
 async def test_the_export_carries_the_persona(
-    fake_discord: FakeDiscord, personalities: None, runtime: Any, sage: Personality
+    fake_discord: FakeDiscord, personalities: None, runtime: Runtime, sage: Personality
 ) -> None:
     await fake_discord.command("persona set", user=ALICE, name="Alice", pronouns="she/her")
     exported = await fake_discord.command("memory export", user=ALICE)
@@ -150,7 +153,7 @@ async def test_the_export_carries_the_persona(
     ]
 
 
-async def test_the_status_line(runtime: Any, sage: Personality) -> None:
+async def test_the_status_line(runtime: Runtime, sage: Personality) -> None:
     assert persona_status(None) == "Persona: none (`/persona set` tells the personalities who you are)"
     general = await runtime.personas.set("1", name="Alice", pronouns="she/her", about="Maps " * 40)
     line = persona_status(general)

@@ -4,13 +4,13 @@ it came in, kept at /personality import; a personality made without a card gets 
 from __future__ import annotations
 
 import io
-from typing import Any
 
 from PIL import Image
 
+from bot.runtime import Runtime
 from memory.owners.cards import parse_card
+from testkit.card_uploads import OWNER, import_card
 from testkit.fake_discord import FakeDiscord
-from tests.bot.personality.test_cards import OWNER, import_card
 from tests.memory.owners.cards import SERAPHINA_V2, card_png, png
 
 
@@ -20,7 +20,7 @@ def _pixels(data: bytes) -> tuple[tuple[int, int], bytes]:
 
 
 async def test_export_as_png_writes_the_card_into_the_picture_it_came_in(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     imported = await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
     assert "Imported **Seraphina**" in imported.text
@@ -41,7 +41,7 @@ async def test_export_as_png_writes_the_card_into_the_picture_it_came_in(
 
 
 async def test_export_as_png_of_a_personality_without_a_card_uses_the_plain_picture(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await fake_discord.command(
         "personality create", user=OWNER, name="plain", display_name="Plain", prompt="You are plain."

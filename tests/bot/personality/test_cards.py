@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-from typing import Any
 from unittest.mock import AsyncMock
 
 import aiohttp
@@ -14,11 +13,14 @@ import pytest
 from PIL import Image
 from sqlalchemy import func, select
 
+from bot.runtime import Runtime
 from memory.owners.card_prompt import compose_prompt
-from memory.owners.cards import MAX_CARD_FILE_BYTES, card_report, parse_card
+from memory.owners.card_report import card_report
+from memory.owners.cards import MAX_CARD_FILE_BYTES, parse_card
 from models import Personality
+from testkit.card_uploads import OWNER, import_card
 from testkit.discord_payloads import EPHEMERAL
-from testkit.fake_discord import Attachment, Emoji, FakeDiscord, Invocation
+from testkit.fake_discord import Attachment, Emoji, FakeDiscord
 from tests.memory.owners.cards import (
     SERAPHINA_V2,
     SIGNATURE,
@@ -32,23 +34,8 @@ from tests.memory.owners.cards import (
     with_data,
 )
 
-OWNER = 101
 OTHER = 102
 ICON = "https://img.example/seraphina-icon.png"
-
-
-async def import_card(
-    discord: FakeDiscord,
-    data: bytes,
-    filename: str = "card.png",
-    *,
-    user: int = OWNER,
-    size: int | None = None,
-    **options: Any,
-) -> Invocation:
-    """/personality import with `data` attached, as the Discord client uploads an attachment option."""
-    card = Attachment(filename, data, size)
-    return await discord.command("personality import", user=user, attachments={"card": card}, **options)
 
 
 def refuse_emojis(discord: FakeDiscord) -> None:
@@ -56,7 +43,7 @@ def refuse_emojis(discord: FakeDiscord) -> None:
     discord.fail("POST", r"/applications/\d+/emojis", 400, 30018, "Maximum number of emojis reached (2000)")
 
 
-async def personalities(runtime: Any) -> list[Personality]:
+async def personalities(runtime: Runtime) -> list[Personality]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Personality).order_by(Personality.name))).all())
 
@@ -70,7 +57,7 @@ def uploaded_picture(emoji: Emoji) -> Image.Image:
 
 
 async def test_a_png_card_becomes_a_personality_with_its_picture_as_avatar(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     reply = await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
     assert reply.reply.ephemeral
@@ -92,7 +79,7 @@ async def test_a_png_card_becomes_a_personality_with_its_picture_as_avatar(
 
 
 async def test_a_v3_png_with_a_name_and_a_refused_upload_falls_back_to_the_cards_icon(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     refuse_emojis(fake_discord)
     card = v3(SERAPHINA_V2, assets=[{"type": "icon", "uri": ICON, "name": "main"}])
@@ -108,7 +95,7 @@ async def test_a_v3_png_with_a_name_and_a_refused_upload_falls_back_to_the_cards
 
 
 async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_said(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     reply = await import_card(fake_discord, json.dumps(SERAPHINA_V2).encode(), "seraphina.json")
     assert "No avatar; set one with `/personality edit`." in reply.text
@@ -137,7 +124,7 @@ async def test_a_json_card_has_no_picture_and_a_picture_that_does_not_decode_is_
     ids=["zip-bomb", "truncated", "wrong-type", "not-a-card", "too-large"],
 )
 async def test_broken_cards_are_one_ephemeral_line_and_make_nothing(
-    fake_discord: FakeDiscord, runtime: Any, data: bytes, size: int | None, message: str
+    fake_discord: FakeDiscord, runtime: Runtime, data: bytes, size: int | None, message: str
 ) -> None:
     reply = await import_card(fake_discord, data, size=size)
     assert reply.reply.ephemeral
@@ -146,7 +133,7 @@ async def test_broken_cards_are_one_ephemeral_line_and_make_nothing(
     assert fake_discord.emojis == {}
 
 
-async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await fake_discord.command(
         "personality create", user=OTHER, name="Seraphina", display_name="Mine", prompt="You are mine."
     )
@@ -159,7 +146,7 @@ async def test_a_taken_name_is_refused(fake_discord: FakeDiscord, runtime: Any) 
 
 
 async def test_export_gives_the_owner_a_card_that_imports_back(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await import_card(fake_discord, card_png(SERAPHINA_V2))
     refused = await fake_discord.command("personality export", user=OTHER, personality="seraphina")
@@ -200,7 +187,7 @@ async def test_export_gives_the_owner_a_card_that_imports_back(
 
 
 async def test_deleting_the_personality_deletes_the_emoji_that_hosted_its_picture(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await import_card(fake_discord, card_png(SERAPHINA_V2), "seraphina.png")
     other = fake_discord.emojis[777] = Emoji(777, "not_ours", "")
@@ -229,7 +216,7 @@ async def test_import_reports_what_the_card_brings_as_the_cli_does(fake_discord:
 
 
 async def test_a_v3_card_exports_as_v3_in_json_or_in_a_png_and_imports_back_equal(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     card = v3(
         SERAPHINA_V2,
@@ -274,7 +261,7 @@ async def test_a_v3_card_exports_as_v3_in_json_or_in_a_png_and_imports_back_equa
 
 
 async def test_an_unexpected_failure_while_hosting_the_picture_leaves_nothing_behind(
-    fake_discord: FakeDiscord, runtime: Any, monkeypatch: pytest.MonkeyPatch
+    fake_discord: FakeDiscord, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Discord's connection dropped while the picture became an emoji: the import fails whole, no
     personality, no emoji, and the user reads one line (issue 20, 7)."""

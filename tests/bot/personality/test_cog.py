@@ -9,9 +9,10 @@ import pytest
 from discord import app_commands
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.owners.personality_fields import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
 from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
-from testkit.fake_discord import FakeDiscord
+from testkit.fake_discord import FakeDiscord, Invocation
 from tests.bot.seeding import seed_memories
 
 MANAGE_CHANNELS = discord.Permissions(manage_channels=True).value
@@ -21,7 +22,9 @@ ADMIN = 900
 GUILD = 300
 
 
-async def create(fake_discord: FakeDiscord, name: str = "Lilith", user: int = OWNER, **extra: Any) -> Any:
+async def create(
+    fake_discord: FakeDiscord, name: str = "Lilith", user: int = OWNER, **extra: Any
+) -> Invocation:
     return await fake_discord.command(
         "personality create",
         user=user,
@@ -32,12 +35,12 @@ async def create(fake_discord: FakeDiscord, name: str = "Lilith", user: int = OW
     )
 
 
-async def stored(runtime: Any, name: str) -> Personality | None:
+async def stored(runtime: Runtime, name: str) -> Personality | None:
     async with runtime.sessionmaker() as session:
         return await session.scalar(select(Personality).where(Personality.name == name))
 
 
-async def test_create_then_info_list_edit(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_create_then_info_list_edit(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     created = await create(
         fake_discord, "Lilith", avatar="https://img.example/lilith.png", model="openai/gpt-4o-mini"
     )
@@ -74,7 +77,7 @@ async def test_create_then_info_list_edit(fake_discord: FakeDiscord, runtime: An
     assert (row.display_name, row.system_prompt) == ("Lilith the Wise", "Be wise.")
 
 
-async def test_non_owner_is_refused_everywhere(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_non_owner_is_refused_everywhere(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     refusals = [
         await fake_discord.command("personality edit", user=OTHER, personality="lilith", prompt="Hacked"),
@@ -100,7 +103,7 @@ async def test_non_owner_is_refused_everywhere(fake_discord: FakeDiscord, runtim
     assert (row.system_prompt, row.memory_mode, row.summarizer_model) == ("You are Lilith.", "verbatim", None)
 
 
-async def test_admin_may_change_any_personality(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_admin_may_change_any_personality(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     reply = await fake_discord.command(
         "personality edit", user=ADMIN, personality="lilith", prompt="Admin edit"
@@ -121,7 +124,7 @@ async def test_admin_may_change_any_personality(fake_discord: FakeDiscord, runti
     ids=["bad-name", "unknown-provider", "not-allowed", "bad-avatar"],
 )
 async def test_create_bad_values_are_explained(
-    fake_discord: FakeDiscord, runtime: Any, options: dict[str, str], message: str
+    fake_discord: FakeDiscord, runtime: Runtime, options: dict[str, Any], message: str
 ) -> None:
     name = options.pop("name", "Lilith")
     reply = await create(fake_discord, name, **options)
@@ -130,7 +133,7 @@ async def test_create_bad_values_are_explained(
     assert await runtime.personalities.list() == []
 
 
-async def test_create_taken_name_and_over_long_prompt(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_create_taken_name_and_over_long_prompt(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     again = await create(fake_discord, "lilith", user=OTHER)
     assert "already exists" in again.text
@@ -163,7 +166,7 @@ async def test_autocomplete_matches_prefix(fake_discord: FakeDiscord) -> None:
     assert len(everything.choices) == 3
 
 
-async def test_delete_asks_then_deletes(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_delete_asks_then_deletes(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     lilith = await stored(runtime, "lilith")
     assert lilith is not None
@@ -186,7 +189,7 @@ async def test_delete_asks_then_deletes(fake_discord: FakeDiscord, runtime: Any)
     assert await index.ids(lilith.id) == set()
 
 
-async def test_delete_cancelled_keeps_it(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_delete_cancelled_keeps_it(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     asked = await fake_discord.command("personality delete", user=OWNER, personality="lilith")
     await fake_discord.click(asked.reply, "Cancel", user=OWNER)
@@ -194,7 +197,7 @@ async def test_delete_cancelled_keeps_it(fake_discord: FakeDiscord, runtime: Any
     assert await stored(runtime, "lilith") is not None
 
 
-async def test_memory_summarization_explains_the_change(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_memory_summarization_explains_the_change(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     on = await fake_discord.command(
         "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="hybrid"
@@ -218,7 +221,7 @@ async def test_memory_summarization_explains_the_change(fake_discord: FakeDiscor
 
 
 async def test_summarizer_model_by_config_allow_list_or_refusal(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await create(fake_discord, "Lilith")
     config = await runtime.llm_configs.add(
@@ -262,7 +265,7 @@ async def test_summarizer_model_by_config_allow_list_or_refusal(
         assert await session.scalar(select(LLMConfig.name)) == "cheap"
 
 
-async def test_summarizer_prompt_modal_saves_and_resets(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_summarizer_prompt_modal_saves_and_resets(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     opened = await fake_discord.command("personality summarizer-prompt", user=OWNER, personality="lilith")
     modal = opened.modal
@@ -288,7 +291,7 @@ async def test_summarizer_prompt_modal_saves_and_resets(fake_discord: FakeDiscor
     assert row is not None and row.summarizer_prompt_id is None
 
 
-async def test_activate_needs_manage_channels_in_guilds(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_activate_needs_manage_channels_in_guilds(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     refused = await fake_discord.command(
         "personality activate", user=OTHER, guild=GUILD, channel=501, personality="lilith"
@@ -330,7 +333,7 @@ async def test_activate_needs_manage_channels_in_guilds(fake_discord: FakeDiscor
 
 
 async def test_any_user_chooses_a_personality_in_their_own_dm(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await create(fake_discord, "Lilith")
     chosen = await fake_discord.command("personality activate", user=OTHER, channel=601, personality="lilith")
@@ -341,7 +344,9 @@ async def test_any_user_chooses_a_personality_in_their_own_dm(
     assert await runtime.bindings.bound_personalities(["601"]) == []
 
 
-async def test_resummarize_runs_in_background_with_progress(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_resummarize_runs_in_background_with_progress(
+    fake_discord: FakeDiscord, runtime: Runtime
+) -> None:
     await create(fake_discord, "Sage")
     sage = await stored(runtime, "sage")
     assert sage is not None
@@ -361,7 +366,7 @@ async def test_resummarize_runs_in_background_with_progress(fake_discord: FakeDi
 
 
 async def test_the_prompt_limit_is_one_for_the_slash_options_and_the_service(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     group = fake_discord.bot.tree.get_command("personality")
     assert isinstance(group, app_commands.Group)
@@ -390,7 +395,7 @@ async def test_an_error_on_an_expired_interaction_is_logged_not_raised(
     assert all("Unknown interaction" in message for message in reported)
 
 
-async def test_info_shows_storage_to_its_managers_only(fake_discord: FakeDiscord, runtime: Any) -> None:
+async def test_info_shows_storage_to_its_managers_only(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Sage")
     await fake_discord.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
     sage = await stored(runtime, "sage")

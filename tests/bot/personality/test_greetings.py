@@ -8,6 +8,7 @@ from typing import Any
 
 import discord
 
+from bot.runtime import Runtime
 from memory.owners.cards import create_from_card, parse_card
 from models import Personality
 from testkit.fake_discord import CHANNEL, GUILD, PLAIN_CHANNEL, FakeDiscord
@@ -21,7 +22,7 @@ GREETING = "*Seraphina smiles* You're awake, Ann."  # in Ann's DM, where she is 
 ACTIVATOR = "user201"  # Ann's name as slash commands give it in the fake Discord
 
 
-async def seraphina(runtime: Any, **changes: Any) -> Personality:
+async def seraphina(runtime: Runtime, **changes: Any) -> Personality:
     """Seraphina from her card, greeting with `first_mes` only (no alternate to choose at random)."""
     card = with_data(SERAPHINA_V2, alternate_greetings=[], **changes)
     imported = await create_from_card(
@@ -44,7 +45,7 @@ async def activate(fake_discord: FakeDiscord, channel: int = CHANNEL) -> str:
 
 
 async def test_activating_a_personality_greets_the_channel_once_as_the_personality(
-    fake_discord: FakeDiscord, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await seraphina(runtime)
     assert "now answers every message here" in await activate(fake_discord)
@@ -76,7 +77,7 @@ async def test_activating_a_personality_greets_the_channel_once_as_the_personali
 
 
 async def test_a_first_dm_is_greeted_before_the_first_answer_and_only_once(
-    fake_discord: FakeDiscord, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await seraphina(runtime)
     llm_server.responder = lambda body: "Rest, traveller."
@@ -100,7 +101,7 @@ async def test_a_first_dm_is_greeted_before_the_first_answer_and_only_once(
 
 
 async def test_a_greeting_pings_nobody_and_a_card_without_one_greets_nobody(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await seraphina(runtime, first_mes="@everyone <@123> wake up, {{user}}!")
     await activate(fake_discord, PLAIN_CHANNEL)
@@ -121,7 +122,7 @@ async def test_a_greeting_pings_nobody_and_a_card_without_one_greets_nobody(
 
 
 async def test_choosing_a_personality_in_a_dm_greets_there_and_its_first_answer_does_not_again(
-    fake_discord: FakeDiscord, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await seraphina(runtime)
     dm = fake_discord.dm_channel(ANN)

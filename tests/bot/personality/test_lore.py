@@ -3,8 +3,7 @@ its lore entries, and the entries reach the prompts the test LLM server receives
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.runtime import Runtime
 from testkit.fake_discord import CHANNEL, FakeDiscord
 from testkit.llm_server import LLMTestServer
 from tests.bot.state import bind
@@ -24,7 +23,7 @@ def system_prompt(llm_server: LLMTestServer) -> str:
 
 
 async def test_a_manager_adds_edits_and_disables_lore_that_reaches_the_prompt(
-    fake_discord: FakeDiscord, runtime: Any, llm_server: LLMTestServer
+    fake_discord: FakeDiscord, runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     await create_lilith(fake_discord)
     empty = await fake_discord.command("personality lore list", user=OWNER, personality="lilith")
@@ -74,7 +73,7 @@ async def test_a_manager_adds_edits_and_disables_lore_that_reaches_the_prompt(
 
 
 async def test_lore_is_for_managers_and_mistakes_get_one_line(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await create_lilith(fake_discord)
     for path, options, doing in (
@@ -103,7 +102,7 @@ async def test_lore_is_for_managers_and_mistakes_get_one_line(
 
 
 async def test_a_long_lorebook_is_listed_in_pages_and_entries_are_completed_by_name(
-    fake_discord: FakeDiscord, runtime: Any
+    fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
     await create_lilith(fake_discord)
     for n in range(1, 13):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from bot.runtime import Runtime
 from models import Personality
 
 
 @pytest.fixture
-async def lilith(runtime: Any) -> Personality:
+async def lilith(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Lilith", prompt="You are Lilith, a librarian.")
     return personality

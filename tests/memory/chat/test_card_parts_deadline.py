@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory.chat.card_parts import build_context_off_loop
-from memory.chat.prompt import CardParts, ContextBudget, HistoryMessage
+from memory.chat.prompt import ContextBudget, HistoryMessage
+from memory.chat.prompt_card import CardParts
 from memory.owners.lore import match_lore, read_lorebook
 
 

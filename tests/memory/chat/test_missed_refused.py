@@ -13,20 +13,21 @@ from memory.chat.turns import ChatRequest
 from memory.conversations import Venue
 from memory.owners.personalities import PersonalityService
 from memory.types import MessageRole
+from testkit.chat import chat_request
 from tests.memory.chat.test_missed import log
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def refused(personality_id: int, channel_id: str, message_id: str, *, user: str = "A") -> ChatRequest:
-    return ChatRequest(
-        personality_id=personality_id,
+    """A user's message in a DM or channel outside any guild, refused as too fast."""
+    return chat_request(
+        personality_id,
+        "too fast",
         user_id=user,
-        user_name="Alice",
         guild_id=None,
         channel_id=channel_id,
         message_id=message_id,
-        text="too fast",
         created_at=NOW,
     )
 

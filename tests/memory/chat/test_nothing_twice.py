@@ -4,27 +4,27 @@ PostgreSQL, Qdrant Edge, the embedder, and the chat LLM over HTTP."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.runtime import Runtime
 from memory.chat.prompt import MEMORY_HEADER
 from models import Personality
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, chat_requests, request
+from tests.memory.chat.turns import answer, chat_requests
 
 SAID = ("My dog is called Biscuit and she loves the beach.", "My dog Biscuit is scared of thunderstorms.")
 QUESTION = "What is my dog Biscuit called and what scares her?"
 
 
 async def test_memories_of_the_history_shown_are_not_recalled_again(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, thank you."
     for text in SAID:
-        await answer(runtime, request(lilith, text))
+        await answer(runtime, chat_request(lilith.id, text))
     found = await runtime.memory.recall(personality_id=lilith.id, user_id="1001", query=QUESTION)
     assert len(found) >= 2  # both are memories, and match the question
 
-    here = request(lilith, QUESTION)
+    here = chat_request(lilith.id, QUESTION)
     turn = await answer(runtime, here)
     system = chat_requests(llm_server)[-1]["messages"][0]["content"]
     assert MEMORY_HEADER.format(user="Alice") not in system
@@ -33,7 +33,7 @@ async def test_memories_of_the_history_shown_are_not_recalled_again(
     assert receipt.memories == []
 
     # In another conversation (another channel), whose history shows none of it: recalled.
-    elsewhere = request(lilith, QUESTION, channel_id="601")
+    elsewhere = chat_request(lilith.id, QUESTION, channel_id="601")
     turn = await answer(runtime, elsewhere)
     system = chat_requests(llm_server)[-1]["messages"][0]["content"]
     assert all(text in system for text in SAID) and turn.reply.prepared.memories_seen >= 2

@@ -4,14 +4,14 @@ embedder, and the chat LLM over HTTP."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from bot.runtime import Runtime
 from memory.chat.prompt import MEMORY_HEADER
 from models import Personality
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, chat_requests, request
+from tests.memory.chat.turns import answer, chat_requests
 from tests.memory.chat.windows import use_small_window
 
 SAID = (
@@ -21,11 +21,11 @@ SAID = (
 )
 
 
-async def tell(runtime: Any, lilith: Personality, llm_server: LLMTestServer) -> None:
+async def tell(runtime: Runtime, lilith: Personality, llm_server: LLMTestServer) -> None:
     """Told in another channel: memories of messages the history shows are not recalled."""
     llm_server.responder = lambda body: "Noted, thank you."
     for text in SAID:
-        await answer(runtime, request(lilith, text, channel_id="599"))
+        await answer(runtime, chat_request(lilith.id, text, channel_id="599"))
 
 
 def system_prompt(llm_server: LLMTestServer) -> str:
@@ -34,10 +34,10 @@ def system_prompt(llm_server: LLMTestServer) -> str:
 
 
 async def test_the_receipt_holds_exactly_the_memories_in_the_prompt(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     await tell(runtime, lilith, llm_server)
-    req = request(lilith, "What is my dog Biscuit called and what scares her?")
+    req = chat_request(lilith.id, "What is my dog Biscuit called and what scares her?")
     turn = await answer(runtime, req)
     used = turn.reply.prepared.memories
     assert used and turn.reply.prepared.memories_seen >= len(used)
@@ -55,12 +55,12 @@ async def test_the_receipt_holds_exactly_the_memories_in_the_prompt(
 
 
 async def test_memories_left_out_for_the_budget_are_not_on_the_receipt(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await tell(runtime, lilith, llm_server)
     await use_small_window(runtime, lilith, llm_server, monkeypatch, window=700)
     runtime.chat.memory_context_share = 0.1  # room for one or two memories
-    req = request(lilith, "What is my dog Biscuit called and what scares her, and where am I moving?")
+    req = chat_request(lilith.id, "What is my dog Biscuit called and what scares her, and where am I moving?")
     turn = await answer(runtime, req)
     prepared = turn.reply.prepared
     assert prepared.context is not None and prepared.context.memories_used == len(prepared.memories)
@@ -73,11 +73,11 @@ async def test_memories_left_out_for_the_budget_are_not_on_the_receipt(
 
 
 async def test_fresh_mode_uses_no_memories_and_keeps_no_receipt(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     await tell(runtime, lilith, llm_server)
     await runtime.user_settings.set_fresh("1001", True)
-    req = request(lilith, "What is my dog Biscuit called?")
+    req = chat_request(lilith.id, "What is my dog Biscuit called?")
     turn = await answer(runtime, req)
     assert turn.reply.prepared.memories == [] and turn.reply.prepared.memories_seen == 0
     assert MEMORY_HEADER.format(user="Alice") not in system_prompt(llm_server)

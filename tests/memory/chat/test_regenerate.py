@@ -9,20 +9,21 @@ from typing import Any
 
 import pytest
 
+from bot.runtime import Runtime
 from memory.chat.regenerate import BUSY, GONE, NOT_LATEST, NOT_YOURS
 from memory.chat.service import ChatTurn
 from memory.errors import UserFacingError
 from models import Personality, Summary
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 from testkit.llm_server import Fail, LLMTestServer
 from tests.memory.chat.memories import remembered
-from tests.memory.chat.turns import answer, request, stored
+from tests.memory.chat.turns import answer, stored
 
 ALICE = "1001"
 
 
 async def answer_again(
-    runtime: Any,
+    runtime: Runtime,
     conversation_id: int,
     message_id: str,
     *part_ids: str,
@@ -39,10 +40,10 @@ async def answer_again(
 
 
 async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Part one about owls.\n\nPart two about owls."
-    first = request(lilith, "Tell me about the owls in the tower.")
+    first = chat_request(lilith.id, "Tell me about the owls in the tower.")
     turn = await answer(runtime, first, "p1", "p2")
     conversation_id = turn.reply.prepared.conversation_id
     [old] = await remembered(runtime.user_settings, ALICE)
@@ -76,13 +77,13 @@ async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer
 
 
 async def test_a_failed_model_leaves_the_old_answer(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "The owls sleep by day."
-    first = request(lilith, "When do the owls sleep?")
+    first = chat_request(lilith.id, "When do the owls sleep?")
     turn = await answer(runtime, first, "o1")
     conversation_id = turn.reply.prepared.conversation_id
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
     again = await answer_again(runtime, conversation_id, first.message_id, "o1")
     assert not again.reply.ok and again.after is None
@@ -93,14 +94,14 @@ async def test_a_failed_model_leaves_the_old_answer(
 
 
 async def test_the_rolling_summary_only_holds_the_answer_that_stays(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     runtime.chat._rolling.threshold_tokens = 1
     runtime.chat._rolling.min_messages = 2
     llm_server.responder = lambda body: (
         "A title" if body["model"] == "test-summarizer" else "The map room opens at nine."
     )
-    first = request(lilith, "When does the map room open?")
+    first = chat_request(lilith.id, "When does the map room open?")
     turn = await answer(runtime, first, "r1")
     conversation_id = turn.reply.prepared.conversation_id
     # The latest reply can still change: it waits for the next update.
@@ -109,7 +110,7 @@ async def test_the_rolling_summary_only_holds_the_answer_that_stays(
         "A title" if body["model"] == "test-summarizer" else "The map room opens at ten."
     )
     await answer_again(runtime, conversation_id, first.message_id, "r1")
-    turn = await answer(runtime, request(lilith, "And the archive?"), "r2")
+    turn = await answer(runtime, chat_request(lilith.id, "And the archive?"), "r2")
     report = turn.after
     assert report is not None and report.summary is not None and report.summary.message_count == 2
     summarized = [r for r in llm_server.requests if r["model"] == "test-summarizer"]
@@ -123,10 +124,10 @@ async def test_the_rolling_summary_only_holds_the_answer_that_stays(
 
 
 async def test_a_reply_already_in_a_summary_is_refused(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """A summary made before replies were held back from it (an older deployment) is respected."""
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "s1")
     conversation_id = turn.reply.prepared.conversation_id
     [row] = await stored(runtime, conversation_id, role="assistant")
@@ -148,18 +149,23 @@ async def test_a_reply_already_in_a_summary_is_refused(
     assert len(llm_server.requests) == asked
 
 
-async def test_refusals_name_the_reason(runtime: Any, lilith: Personality, llm_server: LLMTestServer) -> None:
-    first = request(lilith, "Hello there.")
+async def test_refusals_name_the_reason(
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
+) -> None:
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "n1")
-    where = {"conversation_id": turn.reply.prepared.conversation_id, "message_id": first.message_id}
+    where: dict[str, Any] = {
+        "conversation_id": turn.reply.prepared.conversation_id,
+        "message_id": first.message_id,
+    }
     with pytest.raises(UserFacingError, match=NOT_YOURS):
         await runtime.chat.request_again(**where, user_id="someone-else")
     with pytest.raises(UserFacingError, match=GONE):
         await runtime.chat.request_again(**(where | {"message_id": "never-said"}), user_id=ALICE)
     # A message that got no reply (the model failed) has nothing to regenerate.
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
-    unanswered = request(lilith, "Are you there?")
+    unanswered = chat_request(lilith.id, "Are you there?")
     failed = await answer(runtime, unanswered)
     assert not failed.reply.ok
     with pytest.raises(UserFacingError, match=GONE):
@@ -171,10 +177,10 @@ async def test_refusals_name_the_reason(runtime: Any, lilith: Personality, llm_s
 
 
 async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "First answer."
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "w1")
     conversation_id = turn.reply.prepared.conversation_id
     release = asyncio.Event()
@@ -186,7 +192,7 @@ async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
     running = asyncio.create_task(runtime.chat.answer(req, delivery))
     await delivery.wrote.wait()
     llm_server.responder = lambda body: "Newer answer."
-    await answer(runtime, request(lilith, "And another thing."), "w2")
+    await answer(runtime, chat_request(lilith.id, "And another thing."), "w2")
     release.set()
     with pytest.raises(UserFacingError, match=NOT_LATEST):
         await running
@@ -196,9 +202,9 @@ async def test_a_newer_reply_while_the_model_wrote_keeps_the_old_answer(
 
 
 async def test_one_regeneration_at_a_time(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    first = request(lilith, "Hello there.")
+    first = chat_request(lilith.id, "Hello there.")
     turn = await answer(runtime, first, "b1")
     conversation_id = turn.reply.prepared.conversation_id
     release = asyncio.Event()

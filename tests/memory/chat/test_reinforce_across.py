@@ -5,37 +5,37 @@ service; real PostgreSQL, Qdrant Edge, the embedder and the chat LLM over HTTP."
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from models import Memory, Personality
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, request
+from tests.memory.chat.turns import answer
 
 SAID = "My dog Biscuit is a three year old beagle who loves the beach."
-DM = {"guild_id": None, "channel_id": "dm-1"}
+DM_CHANNEL = "dm-1"
 
 
-async def rows(runtime: Any) -> list[Memory]:
+async def rows(runtime: Runtime) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
 
 async def test_the_same_line_after_a_new_conversation_reinforces_its_memory(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, thank you."
-    await answer(runtime, request(lilith, SAID, **DM))
+    await answer(runtime, chat_request(lilith.id, SAID, guild_id=None, channel_id=DM_CHANNEL))
     [first] = await rows(runtime)
     await runtime.chat.start_new_conversation(
-        personality_id=lilith.id, guild_id=None, channel_id="dm-1", user_id="1001"
+        personality_id=lilith.id, guild_id=None, channel_id=DM_CHANNEL, user_id="1001"
     )
-    await answer(runtime, request(lilith, SAID, **DM))
+    await answer(runtime, chat_request(lilith.id, SAID, guild_id=None, channel_id=DM_CHANNEL))
     [again] = await rows(runtime)
     assert again.id == first.id and again.times_said == 2 and again.conversation_id == first.conversation_id
 
     # In a guild channel (other recalls see it): a row of its own, a repeat of the first.
-    await answer(runtime, request(lilith, SAID))
+    await answer(runtime, chat_request(lilith.id, SAID))
     memories = await rows(runtime)
     assert len(memories) == 2 and memories[1].repeat_of == first.id

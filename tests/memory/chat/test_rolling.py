@@ -19,6 +19,8 @@ from memory.types import MessageRole, ModelConfig
 from models import Conversation, Message, Summary
 from testkit.llm_server import LLMTestServer, Stall
 
+# The sessionmaker fixture's type, named so that the tests' signatures keep to one line.
+Sessions = async_sessionmaker[AsyncSession]
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 LINES = [
     "Alice told Lilith that her sister Leila moved to Porto in March.",
@@ -82,14 +84,14 @@ async def summaries(sessionmaker: async_sessionmaker[AsyncSession], conversation
         )
 
 
-def rolling(sessionmaker: Any, llm: LLMClient, **kwargs: Any) -> RollingSummarizer:
+def rolling(sessionmaker: Sessions, llm: LLMClient, **kwargs: Any) -> RollingSummarizer:
     options = {"threshold_tokens": 60, "min_messages": 4, "max_tokens": 400, "input_tokens": 3000}
     options.update(kwargs)
     return RollingSummarizer(sessionmaker, llm, **options)
 
 
 async def test_not_due_below_thresholds(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     summarizer = rolling(sessionmaker, llm, threshold_tokens=100, min_messages=3)
     await add_messages(sessionmaker, conversation, 2)  # 30 tokens, 2 messages: neither threshold
@@ -105,7 +107,7 @@ async def test_not_due_below_thresholds(
 
 
 async def test_first_summary_records_its_range_and_a_title(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: (
         "Porto move" if "title" in body["messages"][0]["content"] else "Alice's sister Leila moved to Porto."
@@ -122,7 +124,7 @@ async def test_first_summary_records_its_range_and_a_title(
 
 
 async def test_cumulative_update_then_new_row(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     summaries_said = iter(["First summary.", "Updated summary with the new messages.", "A fresh row."])
     llm_server.responder = lambda body: (
@@ -155,7 +157,7 @@ async def test_cumulative_update_then_new_row(
 
 
 async def test_input_is_cut_keeping_the_most_recent_messages(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     await add_messages(sessionmaker, conversation, 40)
     await rolling(sessionmaker, llm, input_tokens=60).maybe_update(conversation, cfg=cfg)
@@ -171,7 +173,7 @@ async def test_input_is_cut_keeping_the_most_recent_messages(
 
 
 async def test_interrupted_update_leaves_the_previous_summary(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Stable summary."
     summarizer = rolling(sessionmaker, llm)
@@ -192,7 +194,7 @@ async def test_interrupted_update_leaves_the_previous_summary(
 
 
 async def test_reset_during_a_pass_wins(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     summarizer = rolling(sessionmaker, llm)
     await add_messages(sessionmaker, conversation, 4)
@@ -213,13 +215,13 @@ async def test_reset_during_a_pass_wins(
             await reset_conversation(session, row.personality_id, Venue("1", "2", "3"))
         return result
 
-    summarizer._summarize = summarize_then_reset  # type: ignore[method-assign]
+    summarizer._summarize = summarize_then_reset  # type: ignore[method-assign, assignment]
     assert await summarizer.maybe_update(conversation, cfg=cfg) is None
     assert await summaries(sessionmaker, conversation) == []
 
 
 async def test_extractive_without_a_model(
-    sessionmaker: Any, llm: LLMClient, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, conversation: int, llm_server: LLMTestServer
 ) -> None:
     await add_messages(sessionmaker, conversation, 8)
     update = await rolling(sessionmaker, llm, max_tokens=60).maybe_update(conversation, cfg=None)
@@ -239,7 +241,7 @@ async def exchanges(
     sessionmaker: async_sessionmaker[AsyncSession], conversation: int, lines: list[str]
 ) -> None:
     """User lines and the replies to them, alternating, each reply linked to the line it answers."""
-    messages = []
+    messages: list[LoggedMessage] = []
     for i, line in enumerate(lines):
         n = next(counter)
         user = i % 2 == 0
@@ -260,7 +262,7 @@ async def exchanges(
 
 
 async def test_after_a_reply_the_latest_exchange_waits_for_the_next_update(
-    sessionmaker: Any, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
+    sessionmaker: Sessions, llm: LLMClient, cfg: ModelConfig, conversation: int, llm_server: LLMTestServer
 ) -> None:
     """The latest reply may still be regenerated: a summary holds only answers that stay."""
     summarizer = rolling(sessionmaker, llm, min_messages=2, threshold_tokens=1)

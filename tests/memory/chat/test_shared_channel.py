@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from sqlalchemy import BigInteger, func, literal, select
 
+from bot.runtime import Runtime
 from memory.chat.service import ChatRequest, ChatTurn
 from memory.conversations import Venue, ensure_conversation
 from memory.formation.forming import CLAIM_LOCK_SPACE
 from memory.recall.keyword_texts import logged_keyword_texts
 from memory.types import MessageRole
 from models import Memory, Message, Personality
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 from testkit.llm_server import Fail, LLMTestServer
 from tests.memory.chat.turns import answer
 
@@ -28,14 +29,15 @@ BOB_MEMORY = "Bob: Lilith, what's a good book?\nLilith: Bob, try Dune."
 
 
 def request(personality: Personality, user_id: str, name: str, message_id: str, text: str) -> ChatRequest:
-    return ChatRequest(
-        personality_id=personality.id,
+    """A user's message in the shared channel."""
+    return chat_request(
+        personality.id,
+        text,
         user_id=user_id,
         user_name=name,
         guild_id=GUILD,
         channel_id=CHANNEL,
         message_id=message_id,
-        text=text,
     )
 
 
@@ -45,7 +47,7 @@ def last_line(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-async def lilith(runtime: Any) -> Personality:
+async def lilith(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Lilith")
     await runtime.bindings.bind(
         personality_id=personality.id, channel_id=CHANNEL, guild_id=GUILD, user_id="1"
@@ -53,7 +55,7 @@ async def lilith(runtime: Any) -> Personality:
     return personality
 
 
-async def memories(runtime: Any) -> list[Memory]:
+async def memories(runtime: Runtime) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
@@ -63,7 +65,7 @@ def held(reply_id: str) -> ReplyRecorder:
     return ReplyRecorder(reply_id, release=asyncio.Event())
 
 
-async def started(runtime: Any, req: ChatRequest, delivery: ReplyRecorder) -> asyncio.Task[ChatTurn]:
+async def started(runtime: Runtime, req: ChatRequest, delivery: ReplyRecorder) -> asyncio.Task[ChatTurn]:
     """The turn running, its message stored and its reply written (held, if the delivery holds it)."""
     turn = asyncio.create_task(runtime.chat.answer(req, delivery))
     await delivery.wrote.wait()
@@ -78,7 +80,7 @@ async def finished(turn: asyncio.Task[ChatTurn], delivery: ReplyRecorder) -> Cha
 
 
 async def test_two_users_with_alices_reply_first_remember_like_the_transcript(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: (
         "Alice, I'll remember your PIN 4921." if "PIN" in last_line(body) else "Bob, try Dune."
@@ -111,7 +113,7 @@ async def test_two_users_with_alices_reply_first_remember_like_the_transcript(
 
 
 async def test_nul_bytes_and_lone_surrogates_in_chat_are_stored_sanely(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "got it\u0000 \udfff"
     turn = await answer(runtime, request(lilith, "A", "Alice", "1", "a\u0000b \ud800"), "2")
@@ -122,7 +124,7 @@ async def test_nul_bytes_and_lone_surrogates_in_chat_are_stored_sanely(
     assert [m.content for m in await memories(runtime)] == ["Alice: ab \ufffd\nLilith: got it \ufffd"]
 
 
-async def check_memories(runtime: Any) -> tuple[list[Memory], dict[str, Message]]:
+async def check_memories(runtime: Runtime) -> tuple[list[Memory], dict[str, Message]]:
     """Every memory holds only its user's messages and replies to them; each message is in one."""
     async with runtime.sessionmaker() as session:
         rows = {m.external_id: m for m in (await session.scalars(select(Message))).all()}
@@ -144,7 +146,7 @@ async def check_memories(runtime: Any) -> tuple[list[Memory], dict[str, Message]
 
 
 async def test_eight_users_in_turn_each_get_exactly_their_exchanges(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """8 users × 6 messages into one channel, each user waiting for their reply before saying more;
     the replies of different users finish in random order, each followed by its formation pass."""
@@ -167,7 +169,7 @@ async def test_eight_users_in_turn_each_get_exactly_their_exchanges(
 
 
 async def test_eight_users_at_once_with_replies_in_random_order(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """All 200 messages arrive before any reply, then the replies finish in random order, formation
     running after each: 0 cross-user contents, 0 lost, 0 duplicated, nothing left pending."""
@@ -195,7 +197,7 @@ async def test_eight_users_at_once_with_replies_in_random_order(
 
 
 async def test_a_message_being_answered_waits_for_its_own_reply(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: f"re: {last_line(body).split(': ', 1)[-1]}"
     to_first = held("1r")
@@ -208,9 +210,9 @@ async def test_a_message_being_answered_waits_for_its_own_reply(
 
 
 async def test_a_message_that_got_no_reply_joins_its_authors_next_exchange(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
-    runtime.llm.backoff_base = 0.0
+    runtime.llm.retry.backoff_base = 0.0
     llm_server.script(Fail(503), Fail(503))
     failed = await answer(runtime, request(lilith, "A", "Alice", "1", "what should I cook tonight?"))
     assert not failed.reply.ok
@@ -224,7 +226,7 @@ async def test_a_message_that_got_no_reply_joins_its_authors_next_exchange(
 
 
 async def test_memories_formed_in_one_batch_are_keyed_by_their_own_users_threads(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """Alice and Bob take turns; one formation pass then forms all four exchanges in one batch. Each
     memory's keyword text holds the line said before it in its own user's thread (the reply to their

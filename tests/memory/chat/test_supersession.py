@@ -7,16 +7,15 @@ Real PostgreSQL, Qdrant Edge, the embedder, and the chat LLM over HTTP."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.chat.prompt import MEMORY_HEADER
 from memory.recall.keywords import spoken_date
 from models import ForgottenClaim, Memory, Personality
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import chat_requests, request
+from tests.memory.chat.turns import chat_requests
 
 HORSE = "My horse is called Thistle and he is a grey cob."
 RIBBON = "We won a blue ribbon at the county show on Saturday."
@@ -25,15 +24,17 @@ REPLY_THISTLE = "Thistle must be delighted after that ribbon!"
 QUESTION = "What is my horse called?"
 
 
-async def turn(runtime: Any, lilith: Personality, text: str, **venue: str) -> tuple[str, ReplyRecorder]:
+async def turn(
+    runtime: Runtime, lilith: Personality, text: str, channel_id: str = "600"
+) -> tuple[str, ReplyRecorder]:
     """One chat turn (formed after the reply); the message's id and what was told of it."""
-    req = request(lilith, text, **venue)
+    req = chat_request(lilith.id, text, channel_id=channel_id)
     recorder = ReplyRecorder()
     await runtime.chat.answer(req, recorder)
     return req.message_id, recorder
 
 
-async def memories(runtime: Any) -> list[Memory]:
+async def memories(runtime: Runtime) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
@@ -46,7 +47,7 @@ def memory_section(llm_server: LLMTestServer) -> str:
 
 
 async def test_a_correction_supersedes_every_memory_of_the_wrong_name(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, thank you."
     await turn(runtime, lilith, HORSE)
@@ -87,7 +88,7 @@ async def test_a_correction_supersedes_every_memory_of_the_wrong_name(
 
 
 async def test_the_personality_saying_it_again_is_superseded_the_user_saying_it_is_remembered(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, thank you."
     await turn(runtime, lilith, HORSE)

@@ -1,5 +1,5 @@
-"""Chat turns as the tests make and read them: a request to a personality (a fresh message id each),
-the turn production runs (ChatService.answer) with the reply stored under chosen ids, and a
+"""Chat turns as the tests make and read them (the request itself: testkit.chat.chat_request): the
+turn production runs (ChatService.answer) with the reply stored under chosen ids, and a
 conversation's message log as stored."""
 
 from __future__ import annotations
@@ -8,29 +8,14 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.chat.service import ChatRequest, ChatTurn
-from models import Message, Personality
+from models import Message
 from testkit.chat import ReplyRecorder
-
-counter = iter(range(10_000, 1_000_000))
-
-
-def request(personality: Personality, text: str, **kwargs: Any) -> ChatRequest:
-    """Alice's message in a guild channel, unless kwargs say otherwise."""
-    values: dict[str, Any] = {
-        "personality_id": personality.id,
-        "user_id": "1001",
-        "user_name": "Alice",
-        "guild_id": "500",
-        "channel_id": "600",
-        "message_id": str(next(counter)),
-        "text": text,
-    }
-    values.update(kwargs)
-    return ChatRequest(**values)
+from testkit.llm_server import LLMTestServer
 
 
-async def stored(runtime: Any, conversation_id: int, *, role: str | None = None) -> list[Message]:
+async def stored(runtime: Runtime, conversation_id: int, *, role: str | None = None) -> list[Message]:
     """The conversation's messages (of one role, when given), oldest first."""
     query = select(Message).where(Message.conversation_id == conversation_id)
     if role is not None:
@@ -39,12 +24,12 @@ async def stored(runtime: Any, conversation_id: int, *, role: str | None = None)
         return list((await session.scalars(query.order_by(Message.id))).all())
 
 
-async def answer(runtime: Any, req: ChatRequest, *part_ids: str) -> ChatTurn:
+async def answer(runtime: Runtime, req: ChatRequest, *part_ids: str) -> ChatTurn:
     """One chat turn, the reply stored as `part_ids` (see ReplyRecorder)."""
     turn: ChatTurn = await runtime.chat.answer(req, ReplyRecorder(*part_ids))
     return turn
 
 
-def chat_requests(llm_server: Any) -> list[dict[str, Any]]:
+def chat_requests(llm_server: LLMTestServer) -> list[dict[str, Any]]:
     """What the chat model was asked (not the summarizer the turn may call), oldest first."""
     return [r for r in llm_server.requests if r.get("model") == "test-chat"]

@@ -3,17 +3,22 @@ what fits in the prompt."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from bot.runtime import Runtime
 from models import LLMConfig, Personality
+from testkit.llm_server import LLMTestServer
 
 KEY_VARIABLE = "PERSONAE_TEST_KEY"
 
 
 async def use_small_window(
-    runtime: Any, personality: Personality, llm_server: Any, monkeypatch: pytest.MonkeyPatch, *, window: int
+    runtime: Runtime,
+    personality: Personality,
+    llm_server: LLMTestServer,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    window: int,
 ) -> None:
     """Give the personality a chat config on the test server with this context window (64-token replies)."""
     monkeypatch.setenv(KEY_VARIABLE, "test")

@@ -10,35 +10,35 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
+from bot.runtime import Runtime
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.formation.worker import run_worker
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole
 from models import Memory, Message, Personality
-from testkit.chat import ReplyRecorder
+from testkit.chat import ReplyRecorder, chat_request
+from testkit.imports import import_text
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.test_service import request as chat_request
-from tests.memory.formation.test_reply_links import import_text
 
 ALICE = "1001"  # the user `chat_request` speaks as
 SECRET = "4921"
 
 
 @pytest.fixture
-async def sage(runtime: Any) -> Personality:
+async def sage(runtime: Runtime) -> Personality:
     # Summarized: the summarizer reads each exchange with the messages before it as context.
     personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
     return personality
 
 
-async def messages(runtime: Any) -> dict[str, Message]:
+async def messages(runtime: Runtime) -> dict[str, Message]:
     async with runtime.sessionmaker() as session:
         return {m.external_id: m for m in (await session.scalars(select(Message))).all()}
 
 
-async def memories(runtime: Any) -> list[Memory]:
+async def memories(runtime: Runtime) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
@@ -53,16 +53,16 @@ def chat_inputs(llm_server: LLMTestServer) -> list[str]:
     return [json.dumps(r["messages"]) for r in llm_server.requests if "chat" in r["model"]]
 
 
-async def chat(runtime: Any, personality: Personality, message_id: str, text: str) -> list[str]:
+async def chat(runtime: Runtime, personality: Personality, message_id: str, text: str) -> list[str]:
     """Say `text` now, one chat turn; the ids it remembered."""
-    request = chat_request(personality, text, message_id=message_id, created_at=datetime.now(UTC))
+    request = chat_request(personality.id, text, message_id=message_id, created_at=datetime.now(UTC))
     turn = await runtime.chat.answer(request, ReplyRecorder(f"r-{message_id}"))
     assert turn.reply.ok and turn.after is not None  # answered as usual, incognito or not
-    return turn.after.remembered_message_ids  # type: ignore[no-any-return]
+    return turn.after.remembered_message_ids
 
 
 async def test_a_chat_under_incognito_is_answered_and_never_remembered_nor_context_later(
-    runtime: Any, sage: Personality, llm_server: LLMTestServer
+    runtime: Runtime, sage: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Noted, I will keep all of that in mind for our next talk."
     garden = "I planted tomatoes, basil and three kinds of peppers in the garden behind the old mill today."
@@ -118,7 +118,7 @@ def transcript(start: datetime) -> list[dict[str, Any]]:
 
 
 async def test_an_import_of_lines_said_in_a_span_forms_none_of_them_even_on_a_rerun(
-    runtime: Any, sage: Personality
+    runtime: Runtime, sage: Personality
 ) -> None:
     """Import goes through the same log: a transcript line Alice said while incognito (a channel log of
     those very messages, say) is excluded like the live message was."""
@@ -137,7 +137,7 @@ async def test_an_import_of_lines_said_in_a_span_forms_none_of_them_even_on_a_re
     # A re-run from scratch (every message pending again, the memories gone) forms the same two.
     async with runtime.sessionmaker.begin() as session:
         await session.execute(update(Message).values(memory_processed_at=None))
-        await session.execute(Memory.__table__.delete())
+        await session.execute(delete(Memory))
     again = await runtime.memory.form_pending()
     assert (again.memories, again.excluded) == (2, 2)
     assert SECRET not in " ".join(m.content + (m.content_verbatim or "") for m in await memories(runtime))
@@ -145,7 +145,7 @@ async def test_an_import_of_lines_said_in_a_span_forms_none_of_them_even_on_a_re
     assert (await import_text(runtime, sage, jsonl(transcript(start)))).formation.memories == 0
 
 
-async def test_a_worker_forms_nothing_said_incognito(runtime: Any, sage: Personality) -> None:
+async def test_a_worker_forms_nothing_said_incognito(runtime: Runtime, sage: Personality) -> None:
     start = datetime.now(UTC) - timedelta(hours=2)
     clock = IncognitoService(runtime.sessionmaker, clock=lambda: start + timedelta(minutes=5))
     await clock.start(ALICE, None, timedelta(minutes=10))  # every personality
@@ -186,7 +186,7 @@ async def test_a_worker_forms_nothing_said_incognito(runtime: Any, sage: Persona
 
 
 async def test_a_message_excluded_after_its_reply_was_stored_takes_the_reply_out_too(
-    runtime: Any, sage: Personality, llm_server: LLMTestServer
+    runtime: Runtime, sage: Personality, llm_server: LLMTestServer
 ) -> None:
     """An exclusion set on the user message alone (as "Forget this" may, before formation): its reply
     holds its words, so it is in no memory and no memory's context either."""

@@ -6,11 +6,12 @@ mid-sentence, carries formatting or prompt tags, or states a fact its exchange d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from bot.runtime import Runtime
+from memory.formation.importer import ImportReport
 from memory.formation.importer import read_transcript as read_lines
 from memory.formation.summarizer import STRICT_RULE
 from models import Memory, Personality
@@ -36,7 +37,7 @@ REFUSED_AS = {
 }
 
 
-async def _import(runtime: Any, path: Path) -> Any:
+async def _import(runtime: Runtime, path: Path) -> ImportReport:
     personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
     assert isinstance(personality, Personality)
     lines, skipped = read_lines(path)
@@ -52,7 +53,7 @@ async def _import(runtime: Any, path: Path) -> Any:
 @pytest.mark.parametrize("path", [SAGE, TWO_USERS], ids=["sage", "two-users"])
 @pytest.mark.parametrize("mode", SummarizerModel.REAL_MODES)
 async def test_no_memory_is_wrong_whatever_the_answers(
-    runtime: Any, llm_server: LLMTestServer, mode: str, path: Path
+    runtime: Runtime, llm_server: LLMTestServer, mode: str, path: Path
 ) -> None:
     llm_server.responder = SummarizerModel(mode, stubborn=False)
     llm_server.cut_at_max_tokens = True

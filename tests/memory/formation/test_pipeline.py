@@ -25,7 +25,7 @@ from memory.service import MemoryService
 from memory.types import IndexPoint, ModelConfig
 from models import Memory
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import add_chat, add_personality, make_service
+from testkit.memory_service import add_chat, add_personality, make_service
 
 HOLD_LIMIT = 60.0  # a held answer is sent anyway after this long, and the test fails on it
 _STORY = re.compile(r'<exchange n="\d+"[^>]*>\n[^\n]*?story #(\d+)')
@@ -158,7 +158,7 @@ def cfg_of(server: LLMTestServer) -> ModelConfig:
 def worker(
     sessionmaker: async_sessionmaker[AsyncSession],
     index: Any,
-    embedder: Any,
+    embedder: Embedder,
     server: LLMTestServer,
 ) -> MemoryService:
     # Four calls in flight from the start: the first two batches summarize at once.

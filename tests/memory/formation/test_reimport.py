@@ -8,16 +8,18 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from bot.runtime import Runtime
 from models import Memory, Message
-from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT, import_chat
+from testkit.imports import import_chat
+from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
 
 
-async def count(runtime: Any, column: Any) -> int:
+async def count(runtime: Runtime, column: Any) -> int:
     async with runtime.sessionmaker() as session:
         return int(await session.scalar(select(func.count(column))) or 0)
 
 
-async def test_a_chat_imported_again_after_chat_new_adds_nothing(runtime: Any) -> None:
+async def test_a_chat_imported_again_after_chat_new_adds_nothing(runtime: Runtime) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     first = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (first.messages_new, first.formation.memories) == (5, 2)
@@ -33,7 +35,7 @@ async def test_a_chat_imported_again_after_chat_new_adds_nothing(runtime: Any) -
 
 
 async def test_a_longer_copy_after_chat_new_adds_only_what_is_new_beside_what_it_continues(
-    runtime: Any,
+    runtime: Runtime,
 ) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     await import_chat(runtime, seraphina, SERAPHINA_CHAT)

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.owners.user_settings import UserSettingsService
 from memory.service import MemoryService
-from tests.memory.test_service import T0, add_chat, add_personality, memories
+from testkit.memory_service import T0, add_chat, add_personality, memories
 
 REPLY = "Thanks for telling me."
 

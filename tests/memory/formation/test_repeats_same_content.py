@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.service import MemoryService
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import add_chat, add_personality, memories
+from testkit.memory_service import add_chat, add_personality, memories
 
 VAGUE = "Alice told Sage about her plans."
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import delete, select
 
+from bot.runtime import Runtime
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
 from memory.errors import InvalidInputError
-from memory.formation.importer import ImportReport, parse_transcript
 from memory.types import MessageRole
 from models import Memory, Message, Personality
+from testkit.imports import import_text
 from testkit.llm_server import LLMTestServer
 
 T0 = datetime(2024, 3, 15, 18, 0, tzinfo=UTC)
@@ -44,18 +44,7 @@ def two_users(*, linked: bool) -> str:
     return "\n".join(json.dumps(line) for line in lines)
 
 
-async def import_text(runtime: Any, personality: Personality, text: str) -> ImportReport:
-    lines, skipped = parse_transcript(text)
-    return await runtime.importer.import_lines(  # type: ignore[no-any-return]
-        lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
-        default_user_id=None,
-        skipped_lines=skipped,
-    )
-
-
-async def memories_of(runtime: Any, user_id: str) -> list[Memory]:
+async def memories_of(runtime: Runtime, user_id: str) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         rows = await session.scalars(
             select(Memory).where(Memory.user_id == user_id).order_by(Memory.occurred_at)
@@ -63,7 +52,7 @@ async def memories_of(runtime: Any, user_id: str) -> list[Memory]:
         return list(rows.all())
 
 
-async def links(runtime: Any) -> dict[str, str | None]:
+async def links(runtime: Runtime) -> dict[str, str | None]:
     """Each stored message's external id -> the external id of the message it answers."""
     async with runtime.sessionmaker() as session:
         rows = {m.id: m for m in (await session.scalars(select(Message))).all()}
@@ -71,7 +60,7 @@ async def links(runtime: Any) -> dict[str, str | None]:
 
 
 @pytest.fixture
-async def lilith(runtime: Any) -> Personality:
+async def lilith(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Lilith")
     return personality
 
@@ -83,14 +72,16 @@ def said(external_id: str, who: str, text: str, minute: int, reply_to: str | Non
     )
 
 
-async def store(runtime: Any, personality: Personality, *messages: LoggedMessage) -> int:
+async def store(runtime: Runtime, personality: Personality, *messages: LoggedMessage) -> int:
     async with runtime.sessionmaker.begin() as session:
         conversation = await ensure_conversation(session, personality.id, Venue("7", "55", "A"))
         await store_messages(session, conversation, list(messages))
     return conversation
 
 
-async def test_two_users_at_once_each_remember_their_own_exchange(runtime: Any, lilith: Personality) -> None:
+async def test_two_users_at_once_each_remember_their_own_exchange(
+    runtime: Runtime, lilith: Personality
+) -> None:
     report = await import_text(runtime, lilith, two_users(linked=True))
     assert report.formation.memories == 2
     [alice] = await memories_of(runtime, "A")
@@ -104,7 +95,7 @@ async def test_two_users_at_once_each_remember_their_own_exchange(runtime: Any, 
 
 
 async def test_without_reply_to_each_reply_answers_whoever_spoke_last(
-    runtime: Any, lilith: Personality
+    runtime: Runtime, lilith: Personality
 ) -> None:
     """The default, documented: a transcript that does not say who was answered is read as answering
     the nearest user line before each reply. Both replies then answer Bob, and Alice's line waits for
@@ -118,7 +109,7 @@ async def test_without_reply_to_each_reply_answers_whoever_spoke_last(
 
 
 async def test_a_reply_without_a_channel_is_filed_with_the_message_it_answers(
-    runtime: Any, lilith: Personality
+    runtime: Runtime, lilith: Personality
 ) -> None:
     text = "\n".join(json.dumps(line) for line in [{**ALICE_ASKS, "author": "Alice", **GUILD}, TO_ALICE])
     report = await import_text(runtime, lilith, text)
@@ -137,7 +128,7 @@ async def test_a_reply_without_a_channel_is_filed_with_the_message_it_answers(
     ],
 )
 async def test_a_reply_to_that_names_no_earlier_user_line_is_refused(
-    runtime: Any, lilith: Personality, reply: dict[str, str], message: str
+    runtime: Runtime, lilith: Personality, reply: dict[str, str], message: str
 ) -> None:
     lines = [ALICE_ASKS, {**TO_ALICE, "id": "2"}, {**TO_BOB, "id": "3", **reply}, {**BOB_ASKS, "id": "4"}]
     with pytest.raises(InvalidInputError) as info:
@@ -146,7 +137,7 @@ async def test_a_reply_to_that_names_no_earlier_user_line_is_refused(
     assert await links(runtime) == {}  # nothing stored
 
 
-async def test_a_reply_to_in_another_channel_is_refused(runtime: Any, lilith: Personality) -> None:
+async def test_a_reply_to_in_another_channel_is_refused(runtime: Runtime, lilith: Personality) -> None:
     text = "\n".join(
         json.dumps(line)
         for line in [{**ALICE_ASKS, **GUILD}, {**TO_ALICE, "channel_id": "56", "reply_to": "1"}]
@@ -157,7 +148,7 @@ async def test_a_reply_to_in_another_channel_is_refused(runtime: Any, lilith: Pe
     assert await runtime.memory.pending_message_count() == 0  # nothing stored
 
 
-async def test_nul_bytes_and_lone_surrogates_are_stored_sanely(runtime: Any, lilith: Personality) -> None:
+async def test_nul_bytes_and_lone_surrogates_are_stored_sanely(runtime: Runtime, lilith: Personality) -> None:
     text = "\n".join(
         json.dumps(line)
         for line in [
@@ -175,7 +166,7 @@ async def test_nul_bytes_and_lone_surrogates_are_stored_sanely(runtime: Any, lil
     assert alice.content == "Alice: my PIN is 4921 \ufffd and \U0001f600\nLilith: noted \ufffd 4921"
 
 
-async def test_store_links_each_new_reply(runtime: Any, lilith: Personality) -> None:
+async def test_store_links_each_new_reply(runtime: Runtime, lilith: Personality) -> None:
     await store(runtime, lilith, said("u1", "alice", "hi", 0), said("r1", "lilith", "hello", 1))
     await store(
         runtime,
@@ -199,7 +190,7 @@ async def test_store_links_each_new_reply(runtime: Any, lilith: Personality) -> 
 
 
 async def test_a_late_reply_is_remembered_once_without_repeating_its_message(
-    runtime: Any, lilith: Personality
+    runtime: Runtime, lilith: Personality
 ) -> None:
     """Alice's second message was answered first: her first one (no reply yet) joins that exchange;
     its own reply, arriving after, becomes a memory of its own. No message is in two memories."""
@@ -220,7 +211,7 @@ async def test_a_late_reply_is_remembered_once_without_repeating_its_message(
 
 
 async def test_a_reply_whose_message_was_deleted_is_marked_done_without_a_memory(
-    runtime: Any, lilith: Personality
+    runtime: Runtime, lilith: Personality
 ) -> None:
     conversation = await store(
         runtime, lilith, said("u1", "alice", "forget this", 0), said("r1", "lilith", "ok", 1)
@@ -233,7 +224,7 @@ async def test_a_reply_whose_message_was_deleted_is_marked_done_without_a_memory
 
 
 async def test_a_pass_asked_for_while_another_forms_the_conversation_is_not_lost(
-    runtime: Any, llm_server: LLMTestServer
+    runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     """Bob's reply is stored while the pass started by Alice's reply summarizes: the pass after Bob's
     reply is skipped (that conversation is held), and the holder forms Bob's exchange before it ends."""

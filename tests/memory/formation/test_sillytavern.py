@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.errors import InvalidInputError
 from memory.formation.importer import MAX_CONTENT_CHARS
 from memory.formation.sillytavern import parse_send_date, parse_sillytavern
 from memory.types import MessageRole
-from models import Memory, Message, Personality
+from models import Memory, Message
+from testkit.imports import import_chat
 
 METADATA = {
     "user_name": "Ann",
@@ -165,20 +167,7 @@ def test_a_chat_without_its_metadata_line_is_read_too() -> None:
     assert chat.character_name is None and [line.content for line in chat.lines] == ["hi", "hello"]
 
 
-async def import_chat(runtime: Any, personality: Personality, text: str) -> Any:
-    """The chat imported as user 555's, as `personae import --format sillytavern` imports it."""
-    chat = parse_sillytavern(text)
-    return await runtime.importer.import_lines(
-        chat.lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
-        default_user_id="555",
-        skipped_lines=chat.skipped,
-        replace_edited=True,
-    )
-
-
-async def test_imported_chat_becomes_the_users_memories_of_that_personality(runtime: Any) -> None:
+async def test_imported_chat_becomes_the_users_memories_of_that_personality(runtime: Runtime) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     report = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (report.messages_read, report.messages_new, report.formation.memories) == (5, 5, 2)
@@ -195,7 +184,7 @@ async def test_imported_chat_becomes_the_users_memories_of_that_personality(runt
 
 
 async def test_reimporting_a_chat_whose_kept_swipe_changed_replaces_that_exchanges_memory(
-    runtime: Any,
+    runtime: Runtime,
 ) -> None:
     """The user kept another swipe of a reply in SillyTavern and imports the chat again: that
     exchange's memory now holds the reply kept, and no memory is left without its user line."""

@@ -98,7 +98,7 @@ async def test_longer_than_input_answer_is_not_kept(
 
 @pytest.mark.parametrize("failure", [Stall(5), Drop()], ids=["stall", "drop"])
 async def test_unavailable_llm_falls_back(
-    summarizer: ExchangeSummarizer, llm_server: LLMTestServer, failure: object
+    summarizer: ExchangeSummarizer, llm_server: LLMTestServer, failure: Stall | Drop
 ) -> None:
     llm_server.script(failure, failure)
     cfg = ModelConfig(model="openai/s", api_base=llm_server.base_url, api_key="k", timeout=0.3)

@@ -9,16 +9,17 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from bot.runtime import Runtime
 from memory.chat.service import ChatRequest
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.fidelity import fidelity_misses
-from memory.formation.importer import read_transcript
+from memory.formation.importer import ImportReport, read_transcript
 from models import Memory, Message, Personality
+from testkit.chat import chat_request
 from testkit.llm_server import INVENTION, LLMTestServer, SummarizerModel, exchanges_asked
 from tests.memory.chat.turns import answer, chat_requests
 
@@ -37,17 +38,17 @@ BOB_TRIP = (
 
 
 @pytest.fixture
-async def sage(runtime: Any) -> Personality:
+async def sage(runtime: Runtime) -> Personality:
     personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
     return personality
 
 
-async def memories(runtime: Any) -> list[Memory]:
+async def memories(runtime: Runtime) -> list[Memory]:
     async with runtime.sessionmaker() as session:
         return list((await session.scalars(select(Memory).order_by(Memory.occurred_at))).all())
 
 
-async def said(runtime: Any, memory: Memory) -> str:
+async def said(runtime: Runtime, memory: Memory) -> str:
     """The memory's exchange, cleaned: what its text must keep every fact of."""
     async with runtime.sessionmaker() as session:
         rows = (
@@ -59,7 +60,7 @@ async def said(runtime: Any, memory: Memory) -> str:
     return strip_roleplay_formatting(strip_chat_template_tokens("\n".join(lines)))
 
 
-async def import_sage(runtime: Any, sage: Personality) -> Any:
+async def import_sage(runtime: Runtime, sage: Personality) -> ImportReport:
     lines, skipped = read_transcript(EXAMPLES_DIR / "sage.jsonl")
     return await runtime.importer.import_lines(
         lines,
@@ -72,7 +73,7 @@ async def import_sage(runtime: Any, sage: Personality) -> Any:
 
 @pytest.mark.parametrize("mode", SummarizerModel.MODES)
 async def test_every_mode_keeps_the_promises_on_the_sample_chats(
-    runtime: Any, sage: Personality, llm_server: LLMTestServer, mode: str
+    runtime: Runtime, sage: Personality, llm_server: LLMTestServer, mode: str
 ) -> None:
     llm_server.responder = SummarizerModel(mode)
     report = await import_sage(runtime, sage)
@@ -102,7 +103,7 @@ async def test_every_mode_keeps_the_promises_on_the_sample_chats(
 
 
 async def test_a_dropped_fact_reaches_the_chat_prompt(
-    runtime: Any, sage: Personality, llm_server: LLMTestServer
+    runtime: Runtime, sage: Personality, llm_server: LLMTestServer
 ) -> None:
     """Thistle, dropped by the summary, is carried in the memory's text; the prompt the chat model
     receives when the memory is recalled holds it."""
@@ -126,20 +127,21 @@ async def test_a_dropped_fact_reaches_the_chat_prompt(
 
 
 def chat(personality: Personality, user_id: str, name: str, message_id: str, text: str) -> ChatRequest:
-    return ChatRequest(
-        personality_id=personality.id,
+    """A user's message in the shared channel."""
+    return chat_request(
+        personality.id,
+        text,
         user_id=user_id,
         user_name=name,
         guild_id=GUILD,
         channel_id=CHANNEL,
         message_id=message_id,
-        text=text,
     )
 
 
 @pytest.mark.parametrize("mode", ["obeys", "swaps"])
 async def test_alices_injection_leaves_nothing_of_hers_in_bobs_memory(
-    runtime: Any, sage: Personality, llm_server: LLMTestServer, mode: str
+    runtime: Runtime, sage: Personality, llm_server: LLMTestServer, mode: str
 ) -> None:
     """Issue 18's shared channel: Alice writes an instruction for the summarizer, then Bob has a long
     exchange. A summarizer that follows instructions (or tells Alice's line as Bob's) gets Alice's
@@ -161,7 +163,7 @@ async def test_alices_injection_leaves_nothing_of_hers_in_bobs_memory(
 
 
 async def test_an_invented_fact_is_never_stored_and_is_counted(
-    runtime: Any, sage: Personality, llm_server: LLMTestServer
+    runtime: Runtime, sage: Personality, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = SummarizerModel("invents")
     await answer(runtime, chat(sage, "B", "Bob", "3", BOB_TRIP), "4")

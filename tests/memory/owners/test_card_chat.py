@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import pytest
 
+from bot.runtime import Runtime
 from memory.owners.cards import create_from_card, parse_card
 from memory.owners.lore import Position
 from memory.owners.lore_editing import LoreChanges
 from models import Personality
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, chat_requests, request
+from tests.memory.chat.turns import answer, chat_requests
 from tests.memory.chat.windows import use_small_window
 from tests.memory.owners.cards import ELDORIA_BOOK, SERAPHINA_V2, with_data
 
@@ -24,7 +25,7 @@ DEFINITION = "Write Seraphina's next reply in a gentle fantasy roleplay."
 
 
 @pytest.fixture
-async def seraphina(runtime: Any, llm_server: LLMTestServer) -> Personality:
+async def seraphina(runtime: Runtime, llm_server: LLMTestServer) -> Personality:
     """SillyTavern's kind of card, with its lorebook, imported as it is; replies that repeat nothing."""
     llm_server.responder = lambda body: "Mm."
     card = parse_card(json.dumps(with_data(SERAPHINA_V2, character_book=ELDORIA_BOOK)).encode())
@@ -32,19 +33,21 @@ async def seraphina(runtime: Any, llm_server: LLMTestServer) -> Personality:
 
 
 async def prompt_for(
-    runtime: Any, llm_server: LLMTestServer, personality: Personality, text: str
+    runtime: Runtime, llm_server: LLMTestServer, personality: Personality, text: str
 ) -> list[dict[str, str]]:
     """The messages the model received for this message (a DM of Ann's)."""
     turn = await answer(
         runtime,
-        request(personality, text, guild_id=None, channel_id="dm-ann", user_name="Ann", user_id="2002"),
+        chat_request(
+            personality.id, text, guild_id=None, channel_id="dm-ann", user_name="Ann", user_id="2002"
+        ),
     )
     assert turn.reply.ok
     return list(chat_requests(llm_server)[-1]["messages"])
 
 
 async def test_constant_lore_in_every_prompt_keyed_lore_only_when_its_keys_come_up(
-    runtime: Any, llm_server: LLMTestServer, seraphina: Personality
+    runtime: Runtime, llm_server: LLMTestServer, seraphina: Personality
 ) -> None:
     first = await prompt_for(runtime, llm_server, seraphina, "Hello? Where am I?")
     system = first[0]["content"]
@@ -65,7 +68,7 @@ async def test_constant_lore_in_every_prompt_keyed_lore_only_when_its_keys_come_
 
 
 async def test_depth_lore_depth_prompt_and_post_history_instructions_sit_where_sillytavern_puts_them(
-    runtime: Any, llm_server: LLMTestServer, seraphina: Personality
+    runtime: Runtime, llm_server: LLMTestServer, seraphina: Personality
 ) -> None:
     await prompt_for(runtime, llm_server, seraphina, "Hello.")
     await prompt_for(runtime, llm_server, seraphina, "Who are you?")
@@ -88,7 +91,7 @@ async def test_depth_lore_depth_prompt_and_post_history_instructions_sit_where_s
 
 
 async def test_what_was_inserted_and_why_is_logged_at_debug(
-    runtime: Any, llm_server: LLMTestServer, seraphina: Personality, caplog: pytest.LogCaptureFixture
+    runtime: Runtime, llm_server: LLMTestServer, seraphina: Personality, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.DEBUG, logger="memory"):
         await prompt_for(runtime, llm_server, seraphina, "Shadowfang!")
@@ -98,7 +101,7 @@ async def test_what_was_inserted_and_why_is_logged_at_debug(
 
 
 async def test_the_lore_budget_keeps_the_preferred_entries(
-    runtime: Any, llm_server: LLMTestServer, seraphina: Personality, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, llm_server: LLMTestServer, seraphina: Personality, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lore = runtime.lore
     long = "The archive holds scrolls of every age. " * 40
@@ -113,7 +116,7 @@ async def test_the_lore_budget_keeps_the_preferred_entries(
 
 
 async def test_a_regex_key_that_backtracks_forever_does_not_hold_up_the_reply(
-    runtime: Any, llm_server: LLMTestServer, seraphina: Personality
+    runtime: Runtime, llm_server: LLMTestServer, seraphina: Personality
 ) -> None:
     lore = runtime.lore
     await lore.add(
@@ -124,7 +127,7 @@ async def test_a_regex_key_that_backtracks_forever_does_not_hold_up_the_reply(
 
 
 async def test_lore_added_to_a_personality_without_a_card_reaches_its_prompt(
-    runtime: Any, llm_server: LLMTestServer
+    runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     plain, _ = await runtime.personalities.create("Plain", prompt="You are Plain.")
     lore = runtime.lore

@@ -246,7 +246,9 @@ def test_macros() -> None:
 def test_original_is_the_prompt_personae_would_have_used() -> None:
     """`{{original}}` is what the card's system prompt replaces (the V2 spec): "You are NAME.", not a
     default whose "kind" contradicts a sarcastic card."""
-    fields = CardFields(name="Vex", system_prompt="{{original}} Answer in riddles.", personality="sarcastic")
+    fields = CardFields.model_validate(
+        {"name": "Vex", "system_prompt": "{{original}} Answer in riddles.", "personality": "sarcastic"}
+    )
     assert (
         compose_prompt(fields, "Vex").text
         == "You are Vex. Answer in riddles.\n\nVex's personality: sarcastic"
@@ -277,7 +279,9 @@ def test_a_v3_card_with_v1_fields_on_top_and_empty_data_imports() -> None:
 
 def test_examples_that_do_not_fit_are_left_out_and_counted() -> None:
     long_example = "<START>\n{{char}}: " + "la " * 1500
-    fields = CardFields(name="Sera", description="A singer.", mes_example=long_example * 3)
+    fields = CardFields.model_validate(
+        {"name": "Sera", "description": "A singer.", "mes_example": long_example * 3}
+    )
     prompt = compose_prompt(fields, "Sera")
     assert len(prompt.text) <= MAX_PROMPT_LENGTH
     assert (prompt.examples, prompt.examples_kept, prompt.examples_left_out) == (3, 1, 2)
@@ -285,7 +289,7 @@ def test_examples_that_do_not_fit_are_left_out_and_counted() -> None:
 
 
 def test_a_card_too_long_for_a_prompt_is_refused_with_its_size() -> None:
-    fields = CardFields(name="Sera", description="d" * MAX_PROMPT_LENGTH)
+    fields = CardFields.model_validate({"name": "Sera", "description": "d" * MAX_PROMPT_LENGTH})
     with pytest.raises(
         InvalidInputError, match=r"come to 6,015 characters; a personality's prompt holds at most 6,000"
     ):
@@ -293,7 +297,11 @@ def test_a_card_too_long_for_a_prompt_is_refused_with_its_size() -> None:
 
 
 def test_a_card_of_only_a_system_prompt_is_that_prompt() -> None:
-    assert compose_prompt(CardFields(name="X", system_prompt="Be X."), "X").text == "Be X."
     assert (
-        compose_prompt(CardFields(name="X"), "X").text == "You are X. Stay in character, be concise and kind."
+        compose_prompt(CardFields.model_validate({"name": "X", "system_prompt": "Be X."}), "X").text
+        == "Be X."
+    )
+    assert (
+        compose_prompt(CardFields.model_validate({"name": "X"}), "X").text
+        == "You are X. Stay in character, be concise and kind."
     )

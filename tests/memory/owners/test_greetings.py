@@ -9,12 +9,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.runtime import Runtime
 from memory.owners.cards import create_from_card, parse_card
 from memory.owners.greetings import Greetings
 from memory.owners.personalities import PersonalityService
 from models import Memory, Message
+from testkit.chat import chat_request
 from testkit.llm_server import LLMTestServer
-from tests.memory.chat.turns import answer, chat_requests, request, stored
+from tests.memory.chat.turns import answer, chat_requests, stored
 from tests.memory.owners.cards import SERAPHINA_V2, v3
 
 FIRST = "*Seraphina smiles* You're awake, Ann."
@@ -56,7 +58,7 @@ async def test_no_greeting_without_one_on_the_card_or_once_the_conversation_bega
     personalities = PersonalityService(sessionmaker)
     greetings = Greetings(sessionmaker)
     plain, _ = await personalities.create("Plain")
-    dm = {"guild_id": None, "channel_id": "dm", "user_id": "2002", "user_name": "Ann"}
+    dm: dict[str, Any] = {"guild_id": None, "channel_id": "dm", "user_id": "2002", "user_name": "Ann"}
     assert await greetings.greet(personality_id=plain.id, **dm) is None
     v3_card = v3(
         SERAPHINA_V2, nickname="Sera", first_mes="Hi {{user}}, I'm {{char}}.", alternate_greetings=[]
@@ -67,7 +69,7 @@ async def test_no_greeting_without_one_on_the_card_or_once_the_conversation_bega
 
 
 async def test_the_model_sees_the_greeting_and_it_forms_no_memory_of_its_own(
-    runtime: Any, llm_server: LLMTestServer
+    runtime: Runtime, llm_server: LLMTestServer
 ) -> None:
     llm_server.responder = lambda body: "Then rest a while."
     personality_id = await seraphina(
@@ -80,8 +82,13 @@ async def test_the_model_sees_the_greeting_and_it_forms_no_memory_of_its_own(
     personality = await runtime.personalities.get("seraphina")
     turn = await answer(
         runtime,
-        request(
-            personality, "I'm so tired.", guild_id=None, channel_id="dm-ann", user_id="2002", user_name="Ann"
+        chat_request(
+            personality.id,
+            "I'm so tired.",
+            guild_id=None,
+            channel_id="dm-ann",
+            user_id="2002",
+            user_name="Ann",
         ),
     )
     reply = turn.reply

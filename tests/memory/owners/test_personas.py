@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.runtime import Runtime
 from memory.errors import InvalidInputError
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import MAX_ABOUT_CHARS, PersonaService
@@ -60,7 +61,7 @@ async def test_global_and_per_personality_personas(sessionmaker: async_sessionma
     ],
 )
 async def test_limits_say_which_field_is_too_long(
-    sessionmaker: async_sessionmaker[AsyncSession], fields: dict[str, str], message: str
+    sessionmaker: async_sessionmaker[AsyncSession], fields: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(InvalidInputError) as refused:
         await PersonaService(sessionmaker).set("1", **fields)
@@ -70,7 +71,7 @@ async def test_limits_say_which_field_is_too_long(
     assert len(saved.about or "") == MAX_ABOUT_CHARS
 
 
-async def test_the_export_carries_the_users_personas(runtime: Any) -> None:
+async def test_the_export_carries_the_users_personas(runtime: Runtime) -> None:
     sage, _ = await runtime.personalities.create("Sage")
     lilith, _ = await runtime.personalities.create("Lilith")
     await runtime.personas.set("1", name="Alice", pronouns="she/her", about="Maps.")

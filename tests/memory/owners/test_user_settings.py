@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.runtime import Runtime
 from memory.errors import InvalidInputError
 from memory.formation.importer import parse_transcript
 from memory.formation.mode import effective_mode
@@ -17,7 +18,7 @@ from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from models import UserSettings
-from tests.memory.test_service import add_chat, add_personality, make_service
+from testkit.memory_service import add_chat, add_personality, make_service
 
 
 async def test_update_upserts_global_and_per_personality_rows(
@@ -55,7 +56,7 @@ async def test_bad_summarization_value_is_refused(sessionmaker: async_sessionmak
         await UserSettingsService(sessionmaker).update("1", summarization="sometimes")
 
 
-async def test_an_export_imports_back_with_its_reply_links(runtime: Any) -> None:
+async def test_an_export_imports_back_with_its_reply_links(runtime: Runtime) -> None:
     """Each reply line names the message it answers, so a re-import pairs them the same way."""
     lilith, _ = await runtime.personalities.create("Lilith")
     transcript = "\n".join(
@@ -164,7 +165,11 @@ async def test_in_fresh_mode_a_reply_recalls_nothing_and_memories_still_form(
         settings = UserSettingsService(sessionmaker)
         await settings.set_fresh("u1", True, sage.id)
         assert (await memory.form_pending()).memories == 1  # still formed
-        question = {"personality_id": sage.id, "user_id": "u1", "query": "When is Biscuit's birthday?"}
+        question: dict[str, Any] = {
+            "personality_id": sage.id,
+            "user_id": "u1",
+            "query": "When is Biscuit's birthday?",
+        }
         assert await memory.recall(**question, for_reply=True) == []
         assert len(await memory.recall(**question)) == 1  # the user's own search still finds it
         assert await memory.recall(**question, for_reply=True) == []  # read as well once names are kept
@@ -177,7 +182,7 @@ async def test_in_fresh_mode_a_reply_recalls_nothing_and_memories_still_form(
 BREAKERS = "\u2028\u2029\u0085"
 
 
-async def test_a_whole_account_export_restores_each_memory_to_its_own_personality(runtime: Any) -> None:
+async def test_a_whole_account_export_restores_each_memory_to_its_own_personality(runtime: Runtime) -> None:
     """Two personalities remember the same user from transcripts that reuse ids, in words holding every
     character str.splitlines() breaks at; the export reads back line by line and, imported without
     naming a personality, gives each memory back to its own."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.service import MemoryService
-from tests.memory.test_service import add_chat, add_personality
+from testkit.memory_service import add_chat, add_personality
 
 
 async def test_the_memory_holding_the_answer_ranks_above_the_one_asking(

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory.llm import LLMConfigError, LLMUnavailableError, RetryPolicy
-from memory.recall.embedders import Embedder, LiteLLMEmbedder, LocalEmbedder, make_embedder
+from memory.recall.embedders import Embedder, LiteLLMEmbedder, make_embedder
+from memory.recall.local_embedder import LocalEmbedder
 from testkit.llm_server import Fail, LLMTestServer, hash_vector
 
 

@@ -27,60 +27,18 @@ from memory.recall.index import (
     IndexBusyError,
     IndexDamagedError,
     PayloadKind,
+    ScrollOffset,
     VectorIndex,
     payload_dict,
 )
-from memory.recall.keywords import KEYWORD_ENCODER, encode_sparse, encode_sparse_query
+from memory.recall.keywords import KEYWORD_ENCODER, encode_sparse_query
 from memory.recall.ranking import DENSE_WEIGHT, fuse
 from memory.recall.server import QdrantServerIndex
 from memory.types import IndexPoint, MemoryPayload, RecallFilter, SparseVector
+from testkit.index_points import ALICE, DIM, axis, dense_ids, point, random_vector
 
 # qdrant-client's local mode warns that payload indexes are a no-op there; the server honours them.
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
-
-DIM = 8
-
-
-def axis(i: int, wobble: float = 0.0) -> list[float]:
-    """A unit direction along axis i, optionally tilted towards the next axis."""
-    vector = [0.0] * DIM
-    vector[i % DIM] = 1.0
-    vector[(i + 1) % DIM] = wobble
-    return vector
-
-
-def random_vector(rng: random.Random) -> list[float]:
-    return [rng.uniform(-1, 1) for _ in range(DIM)]
-
-
-def point(
-    dense: list[float],
-    text: str = "",
-    *,
-    id: uuid.UUID | None = None,
-    personality_id: int = 1,
-    user_id: str = "alice",
-    guild_id: str | None = "g1",
-    channel_id: str | None = "c1",
-    occurred_at: float = 1_710_000_000.0,
-) -> IndexPoint:
-    is_dm = guild_id is None
-    return IndexPoint(
-        id=id or uuid.uuid4(),
-        dense=dense,
-        sparse=encode_sparse(text),
-        payload=MemoryPayload(
-            personality_id=personality_id,
-            user_id=user_id,
-            guild_id=guild_id,
-            channel_id=None if is_dm else channel_id,
-            is_dm=is_dm,
-            occurred_at=occurred_at,
-        ),
-    )
-
-
-ALICE = RecallFilter(personality_id=1, user_id="alice")
 
 
 @pytest.fixture(params=["edge", "server"])
@@ -93,14 +51,6 @@ async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     await idx.ensure_collection(DIM)
     yield idx
     await idx.close()
-
-
-async def dense_ids(
-    index: VectorIndex, flt: RecallFilter, vector: list[float], limit: int = 10
-) -> set[uuid.UUID]:
-    found = await index.search(dense=vector, sparse=None, flt=flt, limit=limit)
-    assert found.keyword == []
-    return {hit.id for hit in found.dense}
 
 
 async def test_implementations_keep_the_protocol_signatures(index: VectorIndex) -> None:
@@ -346,9 +296,11 @@ async def test_ids_and_count(index: VectorIndex, monkeypatch: pytest.MonkeyPatch
 
     assert await index.count() == 11
     pages: list[int] = []
-    scroll_page = index._scroll_page  # type: ignore[attr-defined]
+    scroll_page = index._scroll_page
 
-    async def counted(personality_id: int | None, offset: object, limit: int) -> object:
+    async def counted(
+        personality_id: int | None, offset: ScrollOffset, limit: int
+    ) -> tuple[list[uuid.UUID], ScrollOffset]:
         pages.append(limit)
         return await scroll_page(personality_id, offset, limit)
 

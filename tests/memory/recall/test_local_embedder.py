@@ -15,12 +15,13 @@ import pytest
 from tokenizers import Tokenizer
 
 from memory.llm import LLMConfigError
-from memory.recall.embedders import Embedder, LocalEmbedder
+from memory.recall.embedders import Embedder
 from memory.recall.local_embedder import (
     MANIFEST_FILE,
     MODEL_FILE,
     QUANTIZED_FILE,
     TOKENIZER_FILE,
+    LocalEmbedder,
     ModelManifest,
     read_export,
 )

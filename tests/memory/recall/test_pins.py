@@ -20,17 +20,8 @@ from memory.service import MemoryService
 from memory.types import ModelConfig
 from models import Memory, Message, Personality
 from testkit.llm_server import LLMTestServer
-from tests.memory.test_service import (
-    FAITHFUL_SUMMARY,
-    LONG_REPLY,
-    LONG_USER,
-    add_chat,
-    add_personality,
-    keyword_hits,
-    make_service,
-    memories,
-    summary_responder,
-)
+from testkit.memory_service import add_chat, add_personality, keyword_hits, make_service, memories
+from tests.memory.test_service import FAITHFUL_SUMMARY, LONG_REPLY, LONG_USER, summary_responder
 
 GARDEN = (
     ("user", "My garden has tomatoes and basil this summer"),
@@ -58,7 +49,7 @@ def service(
     embedder: Embedder,
     llm_server: LLMTestServer,
 ) -> MemoryService:
-    """The memory service of tests/memory/test_service.py, its summarizer on the LLM test server."""
+    """The memory service as testkit.memory_service builds it, its summarizer on the LLM test server."""
     cfg = ModelConfig(
         model="openai/test-summarizer", api_base=llm_server.base_url, api_key="test", timeout=2.0
     )

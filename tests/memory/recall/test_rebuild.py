@@ -14,7 +14,10 @@ from qdrant_client import AsyncQdrantClient
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.index import VectorIndex
 from memory.recall.server import QdrantServerIndex
-from tests.memory.recall.test_index import ALICE, DIM, axis, dense_ids, point
+from testkit.index_points import ALICE, DIM, axis, dense_ids, point
+
+# qdrant-client's local mode warns that payload indexes are a no-op there; the server honours them.
+pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
 
 
 @pytest.fixture(params=["edge", "server"])

@@ -17,7 +17,7 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.service import RecalledMemory
 from memory.types import MemoryMode
-from tests.memory.test_service import make_service
+from testkit.memory_service import make_service
 
 TURNS = [
     ("t1", "user", "Good morning! The weather is grey again."),

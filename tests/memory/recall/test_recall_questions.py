@@ -14,7 +14,7 @@ from memory.owners.personalities import PersonalityService
 from memory.recall.keywords import OWN_LINES_BIT, encode_sparse_query
 from memory.service import MemoryService
 from memory.types import MemoryMode, RecallFilter, SparseVector
-from tests.memory.test_service import add_chat, add_personality
+from testkit.memory_service import add_chat, add_personality
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLEPLAY = ROOT / "bench" / "data" / "seraphina_sillytavern.jsonl"  # a SillyTavern chat, user Kael

@@ -11,7 +11,7 @@ from memory.errors import NotFoundError, PermissionDeniedError
 from memory.recall.receipts import Reason
 from memory.service import MemoryService
 from models import Personality
-from tests.memory.test_service import add_chat, add_personality, memories
+from testkit.memory_service import add_chat, add_personality, memories
 
 CHAT = [
     ("user", "The weather was grey all week"),

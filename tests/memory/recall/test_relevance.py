@@ -13,7 +13,7 @@ from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.owners.personalities import PersonalityService
 from memory.recall.question import read_question
 from memory.service import MemoryService
-from tests.memory.test_service import add_chat, add_personality
+from testkit.memory_service import add_chat, add_personality
 
 LILITH = Path(__file__).resolve().parents[3] / "examples" / "lilith.jsonl"
 

@@ -33,7 +33,7 @@ from memory.recall.recalled import StoredMemory
 from memory.service import MemoryService
 from memory.types import ScoredId
 from models import Message, Personality
-from tests.memory.test_service import T0, add_chat, add_personality, make_service, memories
+from testkit.memory_service import T0, add_chat, add_personality, make_service, memories
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
@@ -310,7 +310,7 @@ async def test_the_participants_are_the_personality_and_the_names_the_user_spoke
     participants.keep(p.id, "u1", await names(p.id, "u1"))
     async with sessionmaker.begin() as session:
         await session.execute(update(Personality).where(Personality.id == p.id).values(display_name="Lili"))
-    assert participants.kept(p.id, "u1") == {"Lady Lilith", "Alice"}
+    assert participants.kept(p.id, "u1") == frozenset({"Lady Lilith", "Alice"})
     assert participants.kept(p.id, "u2") is None
     assert await names(p.id, "u1") == {"Lili", "Alice"}
     # A question naming them finds what the same question without the names finds.
