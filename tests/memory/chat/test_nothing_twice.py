@@ -40,17 +40,17 @@ async def test_memories_of_the_history_shown_are_not_recalled_again(
 
 
 async def test_a_memory_its_user_corrected_is_recalled_though_its_messages_are_shown(
-    runtime: Any, lilith: Personality, llm_server: LLMTestServer
+    runtime: Runtime, lilith: Personality, llm_server: LLMTestServer
 ) -> None:
     """The history still shows the words the correction overrides: only the memory says what is right."""
     llm_server.responder = lambda body: "Noted, thank you."
-    await answer(runtime, request(lilith, "My favourite flower is the gardenia."))
+    await answer(runtime, chat_request(lilith.id, "My favourite flower is the gardenia."))
     [memory] = await runtime.memory.recall(personality_id=lilith.id, user_id="1001", query="favourite flower")
     await runtime.memory.correct(
         user_id="1001", memory_id=memory.id, content="Alice's favourite flower is the moonlily."
     )
 
-    turn = await answer(runtime, request(lilith, "Which flower do I like best?"))
+    turn = await answer(runtime, chat_request(lilith.id, "Which flower do I like best?"))
     system = chat_requests(llm_server)[-1]["messages"][0]["content"]
     assert "moonlily" in system and "gardenia" not in system
     assert [m.id for m in turn.reply.prepared.memories] == [memory.id]

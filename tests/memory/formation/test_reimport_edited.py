@@ -7,19 +7,20 @@ asking for ids a SillyTavern chat cannot carry."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sqlalchemy import func, or_, select
 
+from bot.runtime import Runtime
 from memory.formation.kept_chat import chat_of, id_without_chat
 from memory.formation.sillytavern import parse_sillytavern
 from models import Memory, Message, Personality
-from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT, import_chat, message, st_chat
+from testkit.imports import import_chat
+from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT, message, st_chat
 
 OLD_LINE = "I'm Ann. My cat Miso is lost in the forest."
 
 
-async def texts(runtime: Any, personality: Personality) -> tuple[list[str], list[str]]:
+async def texts(runtime: Runtime, personality: Personality) -> tuple[list[str], list[str]]:
     """The log's messages and every memory row's text (live or not) of the personality."""
     async with runtime.sessionmaker() as session:
         said = (await session.scalars(select(Message.content).order_by(Message.id))).all()
@@ -33,19 +34,19 @@ async def texts(runtime: Any, personality: Personality) -> tuple[list[str], list
     return list(said), list(kept)
 
 
-async def recalled(runtime: Any, personality: Personality, query: str) -> list[str]:
+async def recalled(runtime: Runtime, personality: Personality, query: str) -> list[str]:
     found = await runtime.memory.recall(personality_id=personality.id, user_id="555", query=query)
     return [m.content for m in found]
 
 
-async def assert_gone(runtime: Any, personality: Personality, old: str, query: str) -> None:
+async def assert_gone(runtime: Runtime, personality: Personality, old: str, query: str) -> None:
     said, kept = await texts(runtime, personality)
     assert old not in said
     assert not [text for text in kept if old in text]
     assert not [text for text in await recalled(runtime, personality, query) if old in text]
 
 
-async def test_a_user_line_edited_in_sillytavern_replaces_its_exchange(runtime: Any) -> None:
+async def test_a_user_line_edited_in_sillytavern_replaces_its_exchange(runtime: Runtime) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     first = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (first.messages_new, first.formation.memories) == (5, 2)
@@ -63,7 +64,7 @@ async def test_a_user_line_edited_in_sillytavern_replaces_its_exchange(runtime: 
 
 
 async def test_a_user_line_deleted_in_sillytavern_leaves_its_reply_with_the_line_before(
-    runtime: Any,
+    runtime: Runtime,
 ) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     await import_chat(runtime, seraphina, SERAPHINA_CHAT)
@@ -80,7 +81,7 @@ async def test_a_user_line_deleted_in_sillytavern_leaves_its_reply_with_the_line
     ]
 
 
-async def test_an_exchange_deleted_or_regenerated_in_sillytavern_goes_from_memory(runtime: Any) -> None:
+async def test_an_exchange_deleted_or_regenerated_in_sillytavern_goes_from_memory(runtime: Runtime) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     chat = st_chat(
         message("Hello Ann.", False, "2026-11-22T16:00:00Z"),
@@ -104,7 +105,7 @@ async def test_an_exchange_deleted_or_regenerated_in_sillytavern_goes_from_memor
     assert said.count("My sister is Beatrix.") == 1 and len(said) == 5
 
 
-async def test_an_edited_chat_after_chat_new_is_replaced_where_it_was_imported(runtime: Any) -> None:
+async def test_an_edited_chat_after_chat_new_is_replaced_where_it_was_imported(runtime: Runtime) -> None:
     """`chat --new` set the imported conversation aside: the edit replaces the exchange there, and the
     new conversation gets nothing of the chat."""
     seraphina, _ = await runtime.personalities.create("Seraphina")
@@ -127,7 +128,9 @@ async def test_an_edited_chat_after_chat_new_is_replaced_where_it_was_imported(r
     assert rows == 2
 
 
-async def test_a_chat_imported_before_ids_named_their_chat_is_known_by_its_older_ids(runtime: Any) -> None:
+async def test_a_chat_imported_before_ids_named_their_chat_is_known_by_its_older_ids(
+    runtime: Runtime,
+) -> None:
     seraphina, _ = await runtime.personalities.create("Seraphina")
     lines = parse_sillytavern(SERAPHINA_CHAT).lines
     older = [line.model_copy(update={"id": id_without_chat(line.id)}) for line in lines]
