@@ -39,9 +39,26 @@ def _module_tier(module: ModuleType) -> str:
         source = inspect.getsource(module)
     except (OSError, TypeError):
         return "pure"
-    if "subprocess" in source:
+    if "subprocess" in source or any("subprocess" in _source(helper) for helper in _test_helpers(module)):
         return "process"
     return "runtime" if "from bot.cli import main" in source else "pure"
+
+
+def _test_helpers(module: ModuleType) -> Iterable[object]:
+    """The functions and classes a test module imports from another test module (`personae` of
+    tests/test_chat_cli.py, which starts `personae` processes; `Terminal`...)."""
+    for value in vars(module).values():
+        owner = getattr(value, "__module__", None)
+        from_tests = isinstance(owner, str) and owner.startswith("tests.") and owner != module.__name__
+        if from_tests and (inspect.isfunction(value) or inspect.isclass(value)):
+            yield value
+
+
+def _source(value: object) -> str:
+    try:
+        return inspect.getsource(value)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
 
 
 def tier_of(fixtures: Iterable[str], module: ModuleType | None) -> str:
