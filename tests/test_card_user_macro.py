@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
-from testkit.llm_server import LLMTestServer
-from tests.test_chat_cli import environment, personae
+import pytest
+
+from testkit.cli import llm_server_thread, run
 
 
 def card(tmp_path: Path) -> Path:
@@ -25,31 +27,35 @@ def card(tmp_path: Path) -> Path:
     return path
 
 
-async def test_a_cards_user_is_the_name_the_user_chats_under(
-    scratch_database_url: str, llm_server: LLMTestServer, tmp_path: Path
+def test_a_cards_user_is_the_name_the_user_chats_under(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    llm_server.responder = lambda body: "The lamp is lit."
-    env = environment(
-        scratch_database_url, tmp_path, CHAT_MODEL="openai/test-chat", CHAT_API_BASE=llm_server.base_url
-    )
-    env["PYTHONPATH"] = str(Path(__file__).parents[1])
-    code, out, err = await personae("personality", "import", str(card(tmp_path)), env=env, cwd=tmp_path)
-    assert code == 0, err
-    code, out, err = await personae("personality", "show", "seren", env=env, cwd=tmp_path)
-    assert "writes letters to {{user}}" in out and "the user" not in out  # kept for each chat to fill
+    tmp_path = cli_env
 
-    chat = ("chat", "--personality", "seren", "--user", "42")
-    code, out, err = await personae(*chat, "--name", "Robin", env=env, cwd=tmp_path, stdin=b"Hello.\n")
-    assert code == 0, err
-    system = llm_server.requests[-1]["messages"][0]["content"]
-    assert "Seren keeps the lighthouse and writes letters to Robin." in system
-    assert "Scenario: Robin visits at dusk." in system
-    assert "Robin: Is the lamp lit?\nSeren: Always, Robin." in system
-    assert "{{user}}" not in system and "the user" not in system
+    def chat_typing(text: str, *args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        return run(capsys, "chat", "--personality", "seren", "--user", "42", *args)
 
-    code, _, err = await personae("persona", "set", "Captain Ana", "--user", "42", env=env, cwd=tmp_path)
-    assert code == 0, err
-    code, out, err = await personae(*chat, "--name", "Robin", env=env, cwd=tmp_path, stdin=b"Again.\n")
-    assert code == 0, err
-    system = llm_server.requests[-1]["messages"][0]["content"]
-    assert "writes letters to Captain Ana." in system and "Robin" not in system.split("Captain Ana")[0]
+    with llm_server_thread() as llm_server:
+        llm_server.responder = lambda body: "The lamp is lit."
+        monkeypatch.setenv("CHAT_MODEL", "openai/test-chat")
+        monkeypatch.setenv("CHAT_API_BASE", llm_server.base_url)
+        code, out, err = run(capsys, "personality", "import", str(card(tmp_path)))
+        assert code == 0, err
+        code, out, err = run(capsys, "personality", "show", "seren")
+        assert "writes letters to {{user}}" in out and "the user" not in out  # kept for each chat to fill
+
+        code, out, err = chat_typing("Hello.\n", "--name", "Robin")
+        assert code == 0, err
+        system = llm_server.requests[-1]["messages"][0]["content"]
+        assert "Seren keeps the lighthouse and writes letters to Robin." in system
+        assert "Scenario: Robin visits at dusk." in system
+        assert "Robin: Is the lamp lit?\nSeren: Always, Robin." in system
+        assert "{{user}}" not in system and "the user" not in system
+
+        code, _, err = run(capsys, "persona", "set", "Captain Ana", "--user", "42")
+        assert code == 0, err
+        code, out, err = chat_typing("Again.\n", "--name", "Robin")
+        assert code == 0, err
+        system = llm_server.requests[-1]["messages"][0]["content"]
+        assert "writes letters to Captain Ana." in system and "Robin" not in system.split("Captain Ana")[0]

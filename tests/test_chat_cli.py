@@ -19,6 +19,7 @@ from bot.cli.output import CommandError
 from bot.runtime import Runtime
 from models import Memory, Message
 from models.database import create_engine, create_sessionmaker
+from testkit.cli import llm_server_thread, run
 from testkit.llm_server import LLMTestServer
 from tests.memory.chat.memories import remembered
 
@@ -86,14 +87,81 @@ async def test_terminal_chat_is_stored_like_discord(
     assert rows[1].content.startswith("Biscuit is a fine name.")
 
 
-async def test_terminal_chat_without_model_names_the_variable(
-    scratch_database_url: str, tmp_path: Path
+def test_terminal_chat_without_model_names_the_variable(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = environment(scratch_database_url, tmp_path)
-    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
-    code, _, err = await personae("chat", "--personality", "lilith", env=env, cwd=tmp_path, stdin=b"hi\n")
+    run(capsys, "personality", "create", "Lilith")
+    monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
+    code, _, err = run(capsys, "chat", "--personality", "lilith")
     assert code == 1
     assert "CHAT_MODEL" in err and "Traceback" not in err
+
+
+def test_why_shows_the_memories_the_last_reply_used_with_their_ids(
+    cli_env: Path,
+    scratch_database_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tmp_path = cli_env
+    with llm_server_thread() as llm_server:
+        for name, value in {
+            "CHAT_MODEL": "openai/test-chat",
+            "CHAT_API_BASE": llm_server.base_url,
+            "CHAT_API_KEY": "test",
+        }.items():
+            monkeypatch.setenv(name, value)
+        assert run(capsys, "personality", "create", "Lilith")[0] == 0
+        said = [
+            ("b1", "user", "My dog is called Biscuit and she loves the beach."),
+            ("b2", "assistant", "Biscuit sounds like a happy dog."),
+        ]
+        chat_file = tmp_path / "before.jsonl"
+        chat_file.write_text(
+            "".join(
+                json.dumps(
+                    {"id": i, "role": role, "content": text, "user_id": "42" if role == "user" else None}
+                )
+                + "\n"
+                for i, role, text in said
+            )
+        )
+        code, _, err = run(capsys, "import", str(chat_file), "--personality", "lilith")
+        assert code == 0, err
+        llm_server.responder = lambda body: "Biscuit, and she loves the beach."
+        monkeypatch.setattr("sys.stdin", io.StringIO("/why\nWhat is my dog called?\n/why\n/quit\n"))
+        # --new: a conversation whose history does not show the imported exchange (recalled then)
+        code, out, err = run(capsys, "chat", "--personality", "lilith", "--user", "42", "--new")
+    assert code == 0, err
+    memory, reply = asyncio.run(memory_and_last_reply(scratch_database_url))
+    # Before any reply, nothing to show; after it, the memory its prompt held, by id.
+    assert "(no reply yet" in out
+    assert "The last reply used 1 memory:" in out
+    row = next(line for line in out.splitlines() if line.startswith(str(memory.id)[:8] + " "))
+    assert "#1" in row and "Biscuit" in row
+    # The same receipt from the command line, by the reply's id.
+    code, out, err = run(capsys, "memory", "used", str(reply), "--user", "42")
+    assert code == 0, err
+    assert out.splitlines()[0].endswith("used 1 memory:") and f"\n{str(memory.id)[:8]} " in out
+
+
+async def memory_and_last_reply(database_url: str) -> tuple[Memory, str | None]:
+    """The memory of the imported exchange (b1) and the external id of the chat's last reply."""
+    engine = create_engine(database_url)
+    try:
+        async with create_sessionmaker(engine)() as session:
+            [memory] = (
+                await session.scalars(select(Memory).where(literal("b1") == any_(Memory.source_message_ids)))
+            ).all()
+            reply = await session.scalar(
+                select(Message.external_id)
+                .where(Message.role == "assistant")
+                .order_by(Message.id.desc())
+                .limit(1)
+            )
+    finally:
+        await engine.dispose()
+    return memory, reply
 
 
 async def test_terminal_chat_streams_stores_and_remembers(
@@ -121,66 +189,3 @@ async def test_terminal_chat_without_a_model_names_the_variable(runtime_without_
     args = argparse.Namespace(personality="lilith", user="1", name="Sam", new=False)
     with pytest.raises(CommandError, match="CHAT_MODEL"):
         await cmd_chat(args, runtime_without_chat_model)
-
-
-async def test_why_shows_the_memories_the_last_reply_used_with_their_ids(
-    scratch_database_url: str, llm_server: LLMTestServer, tmp_path: Path
-) -> None:
-    env = environment(
-        scratch_database_url,
-        tmp_path,
-        CHAT_MODEL="openai/test-chat",
-        CHAT_API_BASE=llm_server.base_url,
-        CHAT_API_KEY="test",
-    )
-    assert (await personae("personality", "create", "Lilith", env=env, cwd=tmp_path))[0] == 0
-    said = [
-        ("b1", "user", "My dog is called Biscuit and she loves the beach."),
-        ("b2", "assistant", "Biscuit sounds like a happy dog."),
-    ]
-    chat_file = tmp_path / "before.jsonl"
-    chat_file.write_text(
-        "".join(
-            json.dumps({"id": i, "role": role, "content": text, "user_id": "42" if role == "user" else None})
-            + "\n"
-            for i, role, text in said
-        )
-    )
-    code, _, err = await personae("import", str(chat_file), "--personality", "lilith", env=env, cwd=tmp_path)
-    assert code == 0, err
-    llm_server.responder = lambda body: "Biscuit, and she loves the beach."
-    code, out, err = await personae(
-        "chat",
-        "--personality",
-        "lilith",
-        "--user",
-        "42",
-        "--new",  # a conversation whose history does not show the imported exchange (recalled then)
-        env=env,
-        cwd=tmp_path,
-        stdin=b"/why\nWhat is my dog called?\n/why\n/quit\n",
-    )
-    assert code == 0, err
-    engine = create_engine(scratch_database_url)
-    try:
-        async with create_sessionmaker(engine)() as session:
-            [memory] = (
-                await session.scalars(select(Memory).where(literal("b1") == any_(Memory.source_message_ids)))
-            ).all()
-            reply = await session.scalar(
-                select(Message.external_id)
-                .where(Message.role == "assistant")
-                .order_by(Message.id.desc())
-                .limit(1)
-            )
-    finally:
-        await engine.dispose()
-    # Before any reply, nothing to show; after it, the memory its prompt held, by id.
-    assert "(no reply yet" in out
-    assert "The last reply used 1 memory:" in out
-    row = next(line for line in out.splitlines() if line.startswith(str(memory.id)[:8] + " "))
-    assert "#1" in row and "Biscuit" in row
-    # The same receipt from the command line, by the reply's id.
-    code, out, err = await personae("memory", "used", str(reply), "--user", "42", env=env, cwd=tmp_path)
-    assert code == 0, err
-    assert out.splitlines()[0].endswith("used 1 memory:") and f"\n{str(memory.id)[:8]} " in out

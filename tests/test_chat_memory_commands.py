@@ -3,27 +3,31 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
-from testkit.llm_server import LLMTestServer
-from tests.test_chat_cli import environment, personae
+import pytest
+
+from testkit.cli import llm_server_thread, run
 
 
-async def test_recall_and_memory_commands_run_inside_the_chat(
-    scratch_database_url: str, llm_server: LLMTestServer, tmp_path: Path
+def test_recall_and_memory_commands_run_inside_the_chat(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    llm_server.responder = lambda body: "Biscuit is a fine name."
-    env = environment(
-        scratch_database_url, tmp_path, CHAT_MODEL="openai/test-chat", CHAT_API_BASE=llm_server.base_url
-    )
-    env["PYTHONPATH"] = str(Path(__file__).parents[1])
-    assert (await personae("personality", "create", "Sage", env=env, cwd=tmp_path))[0] == 0
-    chat = ("chat", "--personality", "sage", "--user", "42")
-    code, _, err = await personae(*chat, env=env, cwd=tmp_path, stdin=b"My dog is called Biscuit.\n/quit\n")
-    assert code == 0, err
+    def chat_typing(text: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        return run(capsys, "chat", "--personality", "sage", "--user", "42")
 
-    typed = b"/recall what is my dog called\n/memory list\n/memory stats\n/memory show nonsense\n/memory\n"
-    code, out, err = await personae(*chat, env=env, cwd=tmp_path, stdin=typed + b"/quit\n")
+    with llm_server_thread() as llm_server:
+        llm_server.responder = lambda body: "Biscuit is a fine name."
+        monkeypatch.setenv("CHAT_MODEL", "openai/test-chat")
+        monkeypatch.setenv("CHAT_API_BASE", llm_server.base_url)
+        assert run(capsys, "personality", "create", "Sage")[0] == 0
+        code, _, err = chat_typing("My dog is called Biscuit.\n/quit\n")
+        assert code == 0, err
+
+        typed = "/recall what is my dog called\n/memory list\n/memory stats\n/memory show nonsense\n/memory\n"
+        code, out, err = chat_typing(typed + "/quit\n")
     assert code == 0, err
     assert "what is my dog called\n  1. [" in out and "My dog is called Biscuit." in out  # /recall
     assert "Memories of user 42, newest first: 1 to 1 of 1." in out  # /memory list, for the chat's user

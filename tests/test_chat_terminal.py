@@ -4,6 +4,7 @@ over HTTP (testkit/llm_server.py), a summarizer that answers only when the test 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from sqlalchemy import select
 
 from models import Conversation, Memory, Message
 from models.database import create_engine, create_sessionmaker
+from testkit.cli import llm_server_thread, run
 from testkit.llm_server import LLMTestServer, SummarizerModel, Trickle
 from tests.test_chat_cli import environment, personae
 
@@ -252,39 +254,53 @@ def card(tmp_path: Path) -> Path:
     return path
 
 
-async def test_a_new_conversation_opens_with_the_greeting_and_none_of_the_old_one(
-    env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
+def test_a_new_conversation_opens_with_the_greeting_and_none_of_the_old_one(
+    cli_env: Path,
+    scratch_database_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    summarizer.release.set()
-    code, _, err = await personae("personality", "import", str(card(tmp_path)), env=env, cwd=tmp_path)
-    assert code == 0, err
-    chat = ("chat", "--personality", "seren", "--user", "42")
-    code, out, err = await personae(
-        *chat, "--name", "Robin", env=env, cwd=tmp_path, stdin=b"My dog is called Biscuit.\n"
-    )
-    assert code == 0, err
-    assert "Seren> Welcome to the lighthouse, Robin." in out
-    # The name given is what the model sees, from the first turn on.
-    first = llm_server.requests[-1]["messages"]
-    assert "Robin" in first[0]["content"]
+    """In-process (what is printed, sent and stored, nothing a terminal changes), lines typed on stdin."""
+    tmp_path = cli_env
 
-    code, out, err = await personae(*chat, env=env, cwd=tmp_path, stdin=b"And my cat?\n")
-    assert code == 0, err
-    assert "Welcome to the lighthouse" not in out  # the same conversation goes on
-    assert "Biscuit" in json.dumps(llm_server.requests[-1]["messages"])
+    def chat(typed: str, *args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+        return run(capsys, "chat", "--personality", "seren", "--user", "42", *args)
 
-    code, out, err = await personae(
-        *chat, "--new", "--name", "Sam", env=env, cwd=tmp_path, stdin=b"And Sam is me.\n"
-    )
-    assert code == 0, err
-    assert "Seren> Welcome to the lighthouse, Sam." in out
-    sent = llm_server.requests[-1]["messages"]
+    with llm_server_thread() as llm_server, llm_server_thread(responder=SummarizerModel()) as summarizer:
+        llm_server.responder = lambda body: "Biscuit is a fine name."
+        for name, value in {
+            "CHAT_MODEL": "openai/test-chat",
+            "CHAT_API_BASE": llm_server.base_url,
+            "SUMMARIZER_MODEL": "openai/test-summarizer",
+            "SUMMARIZER_API_BASE": summarizer.base_url,
+            "MIN_SUMMARIZE_TOKENS": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        code, _, err = run(capsys, "personality", "import", str(card(tmp_path)))
+        assert code == 0, err
+        code, out, err = chat("My dog is called Biscuit.\n", "--name", "Robin")
+        assert code == 0, err
+        assert "Seren> Welcome to the lighthouse, Robin." in out
+        # The name given is what the model sees, from the first turn on.
+        first = llm_server.requests[-1]["messages"]
+        assert "Robin" in first[0]["content"]
+
+        code, out, err = chat("And my cat?\n")
+        assert code == 0, err
+        assert "Welcome to the lighthouse" not in out  # the same conversation goes on
+        assert "Biscuit" in json.dumps(llm_server.requests[-1]["messages"])
+
+        code, out, err = chat("And Sam is me.\n", "--new", "--name", "Sam")
+        assert code == 0, err
+        assert "Seren> Welcome to the lighthouse, Sam." in out
+        sent = llm_server.requests[-1]["messages"]
     # No earlier message in its history (its long-term memories may still be recalled into the system
     # message: they stay).
     assert [m["content"] for m in sent[1:]] == ["Welcome to the lighthouse, Sam.", "And Sam is me."]
     # The old conversation stays in the log, set aside.
-    assert len(await rows(env["DATABASE_URL"], Conversation)) == 2
-    assert "And my cat?" in [m.content for m in await rows(env["DATABASE_URL"], Message)]
+    assert len(asyncio.run(rows(scratch_database_url, Conversation))) == 2
+    assert "And my cat?" in [m.content for m in asyncio.run(rows(scratch_database_url, Message))]
 
 
 async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(

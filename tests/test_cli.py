@@ -1,4 +1,6 @@
-"""The CLI as users and scripts run it: a real subprocess against the test database."""
+"""The CLI as users and scripts run it against the test database: in a real subprocess where a process
+shows something (exit on a signal, a pipe, another process holding the index, what a cold start imports),
+in-process (`in_process`) where only the output is checked."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from bot.cli import build_parser
 from bot.cli.llm_configs import cmd_llm_config_add, cmd_llm_config_list, cmd_llm_config_remove
 from bot.runtime import Runtime
 from memory.errors import NotFoundError
+from testkit.cli import run
 
 
 def run_cli(
@@ -33,6 +36,13 @@ def run_cli(
         cwd=cwd,
         timeout=120,
     )
+
+
+def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`personae ARGS` run in this process (the `cli_env` fixture's environment), reported as `run_cli`
+    reports it: what only the output shows needs no interpreter start-up of its own (1-2 s a command)."""
+    code, out, err = run(capsys, *args)
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def test_help_imports_nothing_heavy() -> None:
@@ -78,42 +88,37 @@ def test_every_command_and_option_says_what_it_is() -> None:
     )
 
 
-def test_personality_commands(scratch_database_url: str, tmp_path: Path) -> None:
-    # A plain postgresql:// URL, as users write it; the CLI migrates the empty database itself.
-    url = scratch_database_url.replace("+asyncpg", "")
-    created = run_cli(
-        "personality",
-        "create",
-        "Cli Bot",
-        "--memory-mode",
-        "hybrid",
-        "--owner",
-        "99",
-        database_url=url,
-        cwd=tmp_path,
+def test_personality_commands(
+    cli_env: Path,
+    scratch_database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A plain postgresql:// URL, as users write it.
+    monkeypatch.setenv("DATABASE_URL", scratch_database_url.replace("+asyncpg", ""))
+    created = in_process(
+        capsys, "personality", "create", "Cli Bot", "--memory-mode", "hybrid", "--owner", "99"
     )
     assert created.returncode == 0, created.stderr
     assert "Created personality 'cli-bot'" in created.stdout
 
-    again = run_cli(
-        "personality", "create", "cli-bot", "--memory-mode", "verbatim", database_url=url, cwd=tmp_path
-    )
+    again = in_process(capsys, "personality", "create", "cli-bot", "--memory-mode", "verbatim")
     assert again.returncode == 0
     assert "already exists" in again.stdout
 
-    listed = run_cli("personality", "list", database_url=url, cwd=tmp_path)
+    listed = in_process(capsys, "personality", "list")
     assert listed.returncode == 0
     assert any(line.split()[:1] == ["cli-bot"] and "hybrid" in line for line in listed.stdout.splitlines())
 
-    shown = run_cli("personality", "show", "cli-bot", database_url=url, cwd=tmp_path)
+    shown = in_process(capsys, "personality", "show", "cli-bot")
     assert "owner:             99" in shown.stdout
     assert "mode hybrid" in shown.stdout
 
-    missing = run_cli("personality", "show", "nobody", database_url=url, cwd=tmp_path)
+    missing = in_process(capsys, "personality", "show", "nobody")
     assert missing.returncode == 1
     assert missing.stderr.strip().startswith("personae: No personality named 'nobody'")
 
-    upgraded = run_cli("db", "upgrade", database_url=url, cwd=tmp_path)
+    upgraded = in_process(capsys, "db", "upgrade")
     assert upgraded.returncode == 0
     assert "head" in upgraded.stdout
 
@@ -241,45 +246,55 @@ def test_the_asyncpg_adapters_wrapped_connection_error_is_one_line_too() -> None
         assert str(cause) in line
 
 
-def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_path: Path) -> None:
+def test_character_card_import_export_round_trip(
+    cli_env: Path,
+    scratch_database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`personality import` reads a V3 PNG card, `export` writes it as V3 JSON that imports back."""
     from tests.memory.owners.cards import SERAPHINA_V2, bomb_chunk, card_png, png, v3
 
-    url = scratch_database_url.replace("+asyncpg", "")
+    tmp_path = cli_env
+    monkeypatch.setenv("DATABASE_URL", scratch_database_url.replace("+asyncpg", ""))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return in_process(capsys, *args)
+
     icon = "https://img.example/seraphina.png"
     card = tmp_path / "seraphina.png"
     card.write_bytes(
         card_png(v3(SERAPHINA_V2, assets=[{"type": "icon", "uri": icon, "name": "main"}]), "ccv3")
     )
-    imported = run_cli("personality", "import", str(card), "--owner", "42", database_url=url, cwd=tmp_path)
+    imported = cli("personality", "import", str(card), "--owner", "42")
     assert imported.returncode == 0, imported.stderr
     assert "Imported V3 card 'Seraphina' as personality 'seraphina' (verbatim)." in imported.stdout
     assert f"avatar:   {icon}" in imported.stdout  # no host for the picture here: the card's own URL
 
-    shown = run_cli("personality", "show", "seraphina", database_url=url, cwd=tmp_path)
+    shown = cli("personality", "show", "seraphina")
     assert "owner:             42" in shown.stdout
     assert "  Write Seraphina's next reply in a gentle fantasy roleplay." in shown.stdout
 
     out = tmp_path / "out.json"
-    exported = run_cli("personality", "export", "seraphina", "-o", str(out), database_url=url, cwd=tmp_path)
+    exported = cli("personality", "export", "seraphina", "-o", str(out))
     assert exported.returncode == 0, exported.stderr
     written = json.loads(out.read_text())
     assert written["spec"] == "chara_card_v3" and written["avatar"] == icon
     assert {k: written["data"][k] for k in SERAPHINA_V2["data"]} == SERAPHINA_V2["data"]
-    to_stdout = run_cli("personality", "export", "seraphina", database_url=url, cwd=tmp_path)
+    to_stdout = cli("personality", "export", "seraphina")
     assert json.loads(to_stdout.stdout) == written
 
-    clash = run_cli("personality", "import", str(out), database_url=url, cwd=tmp_path)
+    clash = cli("personality", "import", str(out))
     assert clash.returncode == 1
     assert clash.stderr == (
         "personae: A personality named 'seraphina' already exists; import the card under another name "
         "with --name NAME.\n"
     )
     # Under another name only, the copy would read exactly like the first wherever it answers.
-    same_look = run_cli("personality", "import", str(out), "--name", "sera-2", database_url=url, cwd=tmp_path)
+    same_look = cli("personality", "import", str(out), "--name", "sera-2")
     assert "'Seraphina' reads like the existing personality" in same_look.stderr
     assert "Give this copy a display name of its own" in same_look.stderr  # the fix, named
-    copy = run_cli(
+    copy = cli(
         "personality",
         "import",
         str(out),
@@ -289,22 +304,20 @@ def test_character_card_import_export_round_trip(scratch_database_url: str, tmp_
         "summarized",
         "--display-name",
         "Seraphina II",
-        database_url=url,
-        cwd=tmp_path,
     )
     assert copy.returncode == 0, copy.stderr
     assert "card 'Seraphina II' as personality 'sera-2' (summarized)" in copy.stdout
-    again = run_cli("personality", "show", "sera-2", database_url=url, cwd=tmp_path)
+    again = cli("personality", "show", "sera-2")
     assert "  Write Seraphina II's next reply in a gentle fantasy roleplay." in again.stdout
     assert "mode summarized" in again.stdout
 
     bomb = tmp_path / "bomb.png"
     bomb.write_bytes(png(bomb_chunk("chara", b"zTXt")))
-    refused = run_cli("personality", "import", str(bomb), database_url=url, cwd=tmp_path)
+    refused = cli("personality", "import", str(bomb))
     assert refused.returncode == 1
     assert refused.stderr.startswith("personae: The PNG's zTXt 'chara' chunk inflates to over 5 MiB")
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
-    listed = run_cli("personality", "list", database_url=url, cwd=tmp_path)
+    listed = cli("personality", "list")
     assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["sera-2", "seraphina"]
 
 
@@ -316,14 +329,14 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_the_cli_changes_and_deletes_a_personality_as_discord_does(
-    scratch_database_url: str, tmp_path: Path
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The issue's dead end: a card arrives verbatim and the CLI could not turn summarization on; an
     LLM config named as a model was accepted and failed at the first reply."""
-    env = {"PERSONAE_DATA_DIR": str(tmp_path / "data")}
+    tmp_path = cli_env
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path, **env)
+        return in_process(capsys, *args)
 
     assert (
         cli(
@@ -396,10 +409,10 @@ def test_the_cli_changes_and_deletes_a_personality_as_discord_does(
 
 
 def test_names_discord_refuses_and_look_alikes_are_refused_in_one_line(
-    scratch_database_url: str, tmp_path: Path
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path)
+        return in_process(capsys, *args)
 
     assert cli("personality", "create", "Lilith").returncode == 0
     assert one_line_error(cli("personality", "create", "L\u0456lith")) == (
@@ -413,12 +426,12 @@ def test_names_discord_refuses_and_look_alikes_are_refused_in_one_line(
 
 
 def test_values_too_long_for_their_columns_or_unreadable_files_are_one_line(
-    scratch_database_url: str, tmp_path: Path
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env = {"PERSONAE_DATA_DIR": str(tmp_path / "data")}
+    tmp_path = cli_env
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, database_url=scratch_database_url, cwd=tmp_path, **env)
+        return in_process(capsys, *args)
 
     long_id = "9" * 65
     assert "The owner id is 65 characters; an id is at most 64" in one_line_error(
@@ -445,12 +458,12 @@ def test_values_too_long_for_their_columns_or_unreadable_files_are_one_line(
     ) == (f"personae: {queries} is not UTF-8 text (byte 3); save the queries as UTF-8.")
 
 
-def test_a_reader_that_goes_away_ends_the_output_quietly(scratch_database_url: str, tmp_path: Path) -> None:
+def test_a_reader_that_goes_away_ends_the_output_quietly(
+    cli_env: Path, scratch_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`personae recall ... | head -4` was reported as a database failure."""
-    assert (
-        run_cli("personality", "create", "Sage", database_url=scratch_database_url, cwd=tmp_path).returncode
-        == 0
-    )
+    tmp_path = cli_env
+    assert in_process(capsys, "personality", "create", "Sage").returncode == 0
     queries = tmp_path / "queries.txt"
     queries.write_text("".join(f"where did I plant tomatoes {n}?\n" for n in range(3000)), encoding="utf-8")
     environ = {k: v for k, v in os.environ.items() if k != "DISCORD_TOKEN"}
@@ -502,13 +515,13 @@ def test_commands_that_read_only_postgresql_run_while_another_process_holds_the_
         asyncio.run(held.close())
 
 
-def test_a_command_imports_what_it_needs_only(scratch_database_url: str, tmp_path: Path) -> None:
+def test_a_command_imports_what_it_needs_only(
+    cli_env: Path, scratch_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """What keeps a cold command fast: no Alembic once the schema is current, no litellm unless a model is
     called, no embedding runtime for a report that reads PostgreSQL."""
-    assert (
-        run_cli("personality", "create", "Sage", database_url=scratch_database_url, cwd=tmp_path).returncode
-        == 0
-    )
+    tmp_path = cli_env
+    assert in_process(capsys, "personality", "create", "Sage").returncode == 0
     heavy = {
         "litellm",
         "alembic",

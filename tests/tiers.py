@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -38,9 +39,26 @@ def _module_tier(module: ModuleType) -> str:
         source = inspect.getsource(module)
     except (OSError, TypeError):
         return "pure"
-    if "subprocess" in source:
+    if "subprocess" in source or any("subprocess" in _source(helper) for helper in _test_helpers(module)):
         return "process"
     return "runtime" if "from bot.cli import main" in source else "pure"
+
+
+def _test_helpers(module: ModuleType) -> Iterable[object]:
+    """The functions and classes a test module imports from another test module (`personae` of
+    tests/test_chat_cli.py, which starts `personae` processes; `Terminal`...)."""
+    for value in vars(module).values():
+        owner = getattr(value, "__module__", None)
+        from_tests = isinstance(owner, str) and owner.startswith("tests.") and owner != module.__name__
+        if from_tests and (inspect.isfunction(value) or inspect.isclass(value)):
+            yield value
+
+
+def _source(value: object) -> str:
+    try:
+        return inspect.getsource(value)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
 
 
 def tier_of(fixtures: Iterable[str], module: ModuleType | None) -> str:
@@ -55,12 +73,28 @@ def tier_of(fixtures: Iterable[str], module: ModuleType | None) -> str:
 
 
 def mark_tiers(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier and that tier's timeout (unless the test sets its own)."""
+    """Mark each test with its tier and that tier's timeout (unless the test sets its own), then put
+    the modules of the costliest tiers first (`order_by_cost`)."""
+    tiers: dict[str, str] = {}
     for item in items:
         tier = tier_of(getattr(item, "fixturenames", ()), getattr(item, "module", None))
+        tiers[item.nodeid] = tier
         item.add_marker(getattr(pytest.mark, tier))
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIMEOUTS[tier]))
+    order_by_cost(items, tiers)
+
+
+def order_by_cost(items: list[pytest.Item], tiers: dict[str, str]) -> None:
+    """Modules whose costliest test is of a higher tier run first, each module's tests kept together
+    and in order: pytest-xdist hands out tests in this order (groups first, the largest first), so the
+    minute-long process tests start while there is other work for the second core, and the run ends
+    on a trail of short ones instead of one core idle beside a long CLI test."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        key = item.path
+        rank[key] = max(rank.get(key, 0), TIERS.index(tiers[item.nodeid]))
+    items.sort(key=lambda item: -rank[item.path])  # stable: the order within a tier stays pytest's
 
 
 def register_markers(config: pytest.Config) -> None:
