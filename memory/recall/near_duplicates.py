@@ -23,7 +23,7 @@ import numpy as np
 
 from memory.recall.keywords import query_terms
 from memory.recall.question import Question
-from memory.recall.ranking import facts_of, vocabulary_of
+from memory.recall.ranking import facts_of, telling, vocabulary_of
 from memory.recall.recalled import StoredMemory
 from memory.recall.relevance import MemoryWords
 
@@ -31,6 +31,10 @@ from memory.recall.relevance import MemoryWords
 # pairs saying two things score lower ("a walk, it was rainy" / "... warm" 0.79, "I practised fencing"
 # / "... karate" 0.75) or differ by a name, a number or a negation, which keep them apart here.
 NEAR_DUPLICATE_CLOSENESS = 0.8
+# As close, when the two hold the same names and numbers, enough to tell a memory apart (a number, or
+# two names: `telling`): "I pay 950 a month in rent" / "Rent on my flat is 950 pounds" (0.78), "I
+# switched jobs, I'm at Lloyds Pharmacy now" / "I left Boots, I work at Lloyds Pharmacy now" (0.76).
+SAME_FACTS_CLOSENESS = 0.75
 # A negation and the word it bears on, past a few words that change nothing ("don't really like").
 NEGATED = re.compile(
     r"\b(?:not|never|no longer|cannot|stopped|quit|\w+n[’']t)\s+"
@@ -51,8 +55,9 @@ class _Kept:
     def restated_by(self, unit: np.ndarray, held: frozenset[str], negated: frozenset[int]) -> bool:
         """Whether a memory this close, holding these words, negating these, says it again: its
         names and numbers among the other's words, the same negations."""
+        at_least = SAME_FACTS_CLOSENESS if telling(self.facts) else NEAR_DUPLICATE_CLOSENESS
         return (
-            float(unit @ self.unit) >= NEAR_DUPLICATE_CLOSENESS
+            float(unit @ self.unit) >= at_least
             and negated == self.negated
             and self.facts <= held
         )

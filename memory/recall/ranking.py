@@ -29,7 +29,7 @@ FOUND_FLOOR = 0.01
 EQUAL_SCORES = 0.01
 # A hit restates one ranked above it, and goes after every hit that does not (demoted, not dropped:
 # the test is a guess), when their stored embeddings (the whole exchange) are this close and they hold
-# the same names and numbers, enough to tell a memory apart (`facts_of`, `_telling`): "I pay 950 a month
+# the same names and numbers, enough to tell a memory apart (`facts_of`, `telling`): "I pay 950 a month
 # in rent" / "My rent is 950 pounds a month". Closeness alone is no test: "a walk, it was rainy" and
 # "... warm" score 0.93, "I practised fencing" / "... karate" 0.74, "I ride my bike to work" /
 # "Cycling is how I commute" as low as 0.75. bench.repeats: near-duplicates in the top 10 13.5% ->
@@ -125,13 +125,13 @@ def _restates(
     a sentence there (no fact then)."""
     return (
         float(vector @ other) >= SAME_FACTS_CLOSENESS
-        and _telling(facts | other_facts)
+        and telling(facts | other_facts)
         and facts <= other_words
         and other_facts <= words
     )
 
 
-def _telling(facts: frozenset[str]) -> bool:
+def telling(facts: frozenset[str]) -> bool:
     """Whether these facts tell a memory apart: a number, or two names at least (one name alone is a
     topic many memories share: "LGBTQ", a nickname)."""
     return any(f.isdigit() for f in facts) or len(facts) >= 2

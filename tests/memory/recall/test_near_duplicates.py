@@ -38,6 +38,17 @@ def test_a_paraphrase_of_a_memory_above_it_is_left_out_unless_it_adds_something(
     assert _kept({A: lines[A], B: lines[B]}, {A: CLOSE}, "How do I get to work?") == [A, B]
 
 
+def test_the_same_number_or_names_let_a_less_close_paraphrase_go() -> None:
+    somewhat_close = [0.77, 0.638, 0.0]
+    rent = {A: "I pay 950 a month in rent.", B: "Rent on my flat is 950 pounds."}
+    assert _kept(rent, {A: CLOSE, B: somewhat_close}, "How much is my rent?") == [A]
+    commute = {A: "I ride my bike to work.", B: "I cycle to work every day."}
+    assert _kept(commute, {A: CLOSE, B: somewhat_close}, "How do I get to work?") == [A, B]
+    # One name alone tells nothing apart: a topic many memories share.
+    lisbon = {A: "I love the trams in Lisbon.", B: "The old maps of Lisbon are pretty."}
+    assert _kept(lisbon, {A: CLOSE, B: somewhat_close}, "What about Lisbon?") == [A, B]
+
+
 def test_a_close_memory_holding_a_word_of_the_question_the_ones_above_lack_stays() -> None:
     lines = {A: "Every morning I have green tea.", B: "I switched to coffee, that's my drink now."}
     # Close in meaning, no name or negation of its own, but it holds "drink": it may be the answer.
