@@ -56,11 +56,7 @@ class _Kept:
         """Whether a memory this close, holding these words, negating these, says it again: its
         names and numbers among the other's words, the same negations."""
         at_least = SAME_FACTS_CLOSENESS if telling(self.facts) else NEAR_DUPLICATE_CLOSENESS
-        return (
-            float(unit @ self.unit) >= at_least
-            and negated == self.negated
-            and self.facts <= held
-        )
+        return float(unit @ self.unit) >= at_least and negated == self.negated and self.facts <= held
 
 
 def without_near_duplicates(
