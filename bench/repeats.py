@@ -144,12 +144,16 @@ def _prompt_memories(recalled: Sequence[RecalledMemory], label: dict[str, str]) 
 
 @contextmanager
 def lever_off() -> Iterator[None]:
-    """The code before issue 21: every exchange its own row, recall ranking by score and recency only."""
+    """The code before issue 21: every exchange its own row, recall ranking by score and recency only
+    (no near-duplicates left out either: issue 31)."""
 
     async def keep_all(store: Any, conversation: Any, formed: Any, rows: Any, vectors: Any) -> Screened:
         return Screened(rows=list(rows), vectors=list(vectors), formed=list(formed))
 
     def as_ranked(ranked: Any, vectors: Any, names: Any = ()) -> list[Any]:
+        return list(ranked)
+
+    def all_of_them(ranked: Any, *_: Any) -> list[Any]:
         return list(ranked)
 
     def by_score_and_recency(read: Any, scores: Any) -> list[Any]:
@@ -160,6 +164,7 @@ def lever_off() -> Iterator[None]:
             (forming, "screen_batch", keep_all),
             (search, "one_of_each", list),
             (search, "restatements_last", as_ranked),
+            (search, "without_near_duplicates", all_of_them),
             (search, "by_score", by_score_and_recency),
         ):
             original = getattr(module, name)

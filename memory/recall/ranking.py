@@ -29,7 +29,7 @@ FOUND_FLOOR = 0.01
 EQUAL_SCORES = 0.01
 # A hit restates one ranked above it, and goes after every hit that does not (demoted, not dropped:
 # the test is a guess), when their stored embeddings (the whole exchange) are this close and they hold
-# the same names and numbers, enough to tell a memory apart (`_facts`, `_telling`): "I pay 950 a month
+# the same names and numbers, enough to tell a memory apart (`facts_of`, `telling`): "I pay 950 a month
 # in rent" / "My rent is 950 pounds a month". Closeness alone is no test: "a walk, it was rainy" and
 # "... warm" score 0.93, "I practised fencing" / "... karate" 0.74, "I ride my bike to work" /
 # "Cycling is how I commute" as low as 0.75. bench.repeats: near-duplicates in the top 10 13.5% ->
@@ -102,8 +102,8 @@ def restatements_last(
             continue
         unit = np.asarray(vector, dtype=np.float32)
         unit /= float(np.linalg.norm(unit)) or 1.0
-        facts = _facts(memory.content) - spoken
-        words = _vocabulary(memory.content)
+        facts = facts_of(memory.content) - spoken
+        words = vocabulary_of(memory.content)
         if any(_restates(unit, facts, words, *other) for other in kept):
             later.append(memory)
         else:
@@ -125,13 +125,13 @@ def _restates(
     a sentence there (no fact then)."""
     return (
         float(vector @ other) >= SAME_FACTS_CLOSENESS
-        and _telling(facts | other_facts)
+        and telling(facts | other_facts)
         and facts <= other_words
         and other_facts <= words
     )
 
 
-def _telling(facts: frozenset[str]) -> bool:
+def telling(facts: frozenset[str]) -> bool:
     """Whether these facts tell a memory apart: a number, or two names at least (one name alone is a
     topic many memories share: "LGBTQ", a nickname)."""
     return any(f.isdigit() for f in facts) or len(facts) >= 2
@@ -142,8 +142,8 @@ _FACT = re.compile(r"(\d+)(?:st|nd|rd|th)?\b|(?<=[\w,;] )([A-Z][\w'’-]*)")
 _LABEL = re.compile(r"^[^\s:][^\n:]{0,39}?:[ \t]", re.MULTILINE)
 
 
-def _vocabulary(text: str) -> frozenset[str]:
-    """A memory's words and numbers as `_facts` spells them, its speakers' labels left out."""
+def vocabulary_of(text: str) -> frozenset[str]:
+    """A memory's words and numbers as `facts_of` spells them, its speakers' labels left out."""
     found = _WORD.findall(_LABEL.sub("", text))
     return frozenset(w.casefold().removesuffix("'s").removesuffix("’s") for w in found)
 
@@ -151,7 +151,7 @@ def _vocabulary(text: str) -> frozenset[str]:
 _WORD = re.compile(r"\d+|[^\W\d_][\w'’-]*")
 
 
-def _facts(text: str) -> frozenset[str]:
+def facts_of(text: str) -> frozenset[str]:
     """The names and numbers a memory's text holds, its speakers' labels left out."""
     found = (m.group(1) or m.group(2) for m in _FACT.finditer(_LABEL.sub("", text)))
     return frozenset(

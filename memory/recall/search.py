@@ -11,8 +11,8 @@ come with them as their context, when the words fit: what was said around an ans
 it. Memories their user pinned come first, when the query is about them (PIN_MIN_SIMILARITY).
 
 The steps have their rooms: the query's vector and venue (memory.recall.venue), the order
-(memory.recall.ranking), the context (memory.recall.neighbours), the memory as read and returned
-(memory.recall.recalled).
+(memory.recall.ranking), the near-duplicates left out (memory.recall.near_duplicates), the context
+(memory.recall.neighbours), the memory as read and returned (memory.recall.recalled).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import and_, any_, bindparam, or_, select, true
 
 from memory.conversations import storable_text
+from memory.recall.near_duplicates import without_near_duplicates
 from memory.recall.neighbours import Around, read_neighbours, with_context
 from memory.recall.question import read_question
 from memory.recall.ranking import (
@@ -108,7 +109,8 @@ async def recall(
     prompt), when the user chose fresh mode. Else best first by fused score (`fuse`, plus
     the relevance bonuses), among equals (EQUAL_SCORES) the one said more often, then the
     most recent, except that relevant pinned memories come before all of them (`pins_first`); one
-    memory of each group of repeats (`one_of_each`). The best CONTEXT_HITS carry the exchanges just
+    memory of each group of repeats (`one_of_each`), and none saying again in other words what one
+    above it says (memory.recall.near_duplicates). The best CONTEXT_HITS carry the exchanges just
     before and after them as context while the words fit (`with_context`). The query is searched as
     given (MemoryService.recall removes a user's chat-template tokens first).
     """
@@ -167,7 +169,9 @@ async def recall(
             return []
         ranked = one_of_each(pins_first(questions_last(by_score(read, scores), asking), about))
         vectors = await index.dense_vectors([m.id for m in ranked])
-        hits = restatements_last(ranked, vectors, names)[:limit]
+        hits = restatements_last(
+            without_near_duplicates(ranked, vectors, words, question, names), vectors, names
+        )[:limit]
         around = await read_neighbours(session, personality_id, user_id, hits[:CONTEXT_HITS])
     pinned_first = {m.id for m in hits if m.pinned and m.id in about}
     return [

@@ -12,7 +12,8 @@ from testkit.llm_server import LLMTestServer
 from tests.memory.chat.turns import answer, chat_requests
 
 SAID = ("My dog is called Biscuit and she loves the beach.", "My dog Biscuit is scared of thunderstorms.")
-QUESTION = "What is my dog Biscuit called and what scares her?"
+# Each memory holds a word of the question the other lacks: neither is a near-duplicate of the other.
+QUESTION = "Where does my dog Biscuit love to go and what scares her?"
 
 
 async def test_memories_of_the_history_shown_are_not_recalled_again(

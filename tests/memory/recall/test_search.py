@@ -201,7 +201,7 @@ def test_a_hit_restating_one_above_it_in_the_same_names_and_numbers_goes_after_t
     assert [m.id for m in restatements_last(ranked[:3], {A: close})] == [A, B, C]
 
 
-async def test_recall_puts_a_restatement_in_other_words_after_the_memories_that_say_something_else(
+async def test_recall_leaves_out_a_restatement_in_other_words_and_keeps_what_says_something_else(
     sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
 ) -> None:
     p = await add_personality(sessionmaker, "Sage")
@@ -219,7 +219,7 @@ async def test_recall_puts_a_restatement_in_other_words_after_the_memories_that_
         rows[said[1]],
         rows[said[2]],
     }
-    assert order[2] in {rows[said[0]], rows[said[1]]}
+    assert len(order) == 2  # the other wording: a near-duplicate (memory.recall.near_duplicates)
 
 
 async def test_the_best_memories_come_with_the_exchanges_around_them(
