@@ -10,8 +10,8 @@ from memory.recall.near_duplicates import without_near_duplicates
 from memory.recall.question import read_question
 from memory.recall.relevance import MemoryWords
 from memory.service import MemoryService
+from testkit.memory_service import add_chat, add_personality, memories
 from tests.memory.recall.test_search import read
-from tests.memory.test_service import add_chat, add_personality, memories
 
 A, B, C, D, E = (uuid.UUID(int=i) for i in range(1, 6))
 CLOSE, ALSO_CLOSE, FAR = [1.0, 0.0, 0.0], [0.9, 0.43, 0.0], [0.0, 0.0, 1.0]
