@@ -141,10 +141,12 @@ class MemoryWords:
         return max(question.coverage_of(self.user_terms), REPLY_SHARE * question.coverage_of(self.all_terms))
 
     def asks_again(self, question: Question) -> bool:
-        """Whether the user's words only ask the question again ("What car do I drive, do you
-        remember?"): a question of theirs holds half its content, the rest of their words none of
-        it, and no answer of the kind asked for."""
-        if "?" not in self.users:  # no question of theirs (`asked_in`): the cheap test first
+        """Whether the user's words only ask again a question about themselves ("What car do I drive,
+        do you remember?"): a question of theirs holds half its content, the rest of their words none
+        of it, and no answer of the kind asked for. Asked about someone else, the other side's answer
+        is the memory's point ("How long have you been married?" "Five years."): LoCoMo dev's recall@10
+        fell 83.7 -> 80.6 when those went last."""
+        if not question.about_user or "?" not in self.users:  # the cheap tests first
             return False
         asked, rest = asked_in(self.users)
         return (
