@@ -31,6 +31,7 @@ from memory.formation.summarizer_prompt import (
     EXAMPLE_ANSWER,
     EXAMPLE_EXCHANGES,
     FORMAT_RULES,
+    FORMAT_RULES_ONE,
     STRICT_RULE,
 )
 from memory.formation.summary_types import (
@@ -181,25 +182,33 @@ class ExchangeSummarizer:
         if answers is None:
             if len(items) == 1:
                 return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])
-            # A malformed batch answer: each exchange on its own call.
-            singles = await asyncio.gather(*(self._batch([item], cfg, prompt, progress) for item in items))
-            return [result for single in singles for result in single]
+            # A malformed batch answer: each exchange on its own call, one after another: a model that
+            # cannot number its answers often cannot answer at all, and the retry record
+            # (memory.formation.pace) learns so from the first exchanges before the next are paid for.
+            return [result for item in items for result in await self._batch([item], cfg, prompt, progress)]
         verdicts = [judge_answer(item, answer) for item, answer in zip(items, answers, strict=True)]
         again = [i for i, v in enumerate(verdicts) if v.reason in ASKED_AGAIN]
         if again:
-            # The answers kept are settled now; the others as each is asked again.
+            # The answers kept are settled now; the others as each is asked again (or not).
             _tell(progress, len(items) - len(again))
 
             async def ask_again(i: int) -> None:
-                # Alone, without context: a wrong answer in a batch is often a neighbour's.
-                answers = await self._ask_strictly([items[i]], cfg, prompt)
-                if answers is not None:  # else unparseable or failed: the first reason stands
-                    verdict = judge_answer(items[i], answers[0])
-                    # Still wrong: the first reason stands (it is what the model did unasked).
-                    verdicts[i] = verdict if verdict.reason is None else verdicts[i]
+                # Asked again only while this model's retries are kept now and then.
+                if self.pace.retry_worth_it(cfg):
+                    # Alone, without context: a wrong answer in a batch is often a neighbour's.
+                    answers = await self._ask_strictly([items[i]], cfg, prompt)
+                    if answers is not None:  # else unparseable or failed: the first reason stands
+                        verdict = judge_answer(items[i], answers[0])
+                        # Still wrong: the first reason stands (it is what the model did unasked).
+                        verdicts[i] = verdict if verdict.reason is None else verdicts[i]
+                    self.pace.retried(cfg, kept=verdicts[i].reason is None)
                 _tell(progress, 1)
 
-            await asyncio.gather(*(ask_again(i) for i in again))
+            if self.pace.retries_in_doubt(cfg):
+                for i in again:  # one after another, so that each retry's outcome counts for the next
+                    await ask_again(i)
+            else:
+                await asyncio.gather(*(ask_again(i) for i in again))
         results = [
             SummaryResult(v.summary, cfg.model)
             if v.reason is None
@@ -222,7 +231,8 @@ class ExchangeSummarizer:
         self, items: list[Asked], cfg: ModelConfig, prompt: str | None, *, strict: bool
     ) -> list[str] | None:
         """One call for `items`: their answers in order, or None when the answer cannot be parsed."""
-        system = f"{prompt or DEFAULT_SUMMARIZER_PROMPT}\n\n{FORMAT_RULES}"
+        rules = FORMAT_RULES if len(items) > 1 else FORMAT_RULES_ONE
+        system = f"{prompt or DEFAULT_SUMMARIZER_PROMPT}\n\n{rules}"
         if strict:
             system += f"\n\n{STRICT_RULE}"
         parts: list[str] = []
