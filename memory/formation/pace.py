@@ -10,7 +10,8 @@ Likewise a refused answer (invented, off its exchange, cut, misattributed) is as
 the stricter rule; a model whose retries came back refused several times in a row (SmolLM2-135M: 7 of
 10 retries held a new invention or swap, issue 30) pays a second call per exchange for nothing. From
 then on its refused answers go extractive at once, bar one retry in RETRY_PROBE_EVERY, which, kept,
-lets it retry again.
+lets it retry again. And a model that refused its last few answers ("I'm sorry, but I can't...") has
+its refusal of a whole batch taken as each exchange's, instead of asking each exchange again alone.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ UNPARSED_IN_A_ROW = 3
 # answer in this many is still retried, in case the model does better on other exchanges.
 RETRIES_REFUSED_IN_A_ROW = 3
 RETRY_PROBE_EVERY = 8
+# Answers refused by the model itself in a row before its refusal of a whole batch is taken as each
+# exchange's (no exchange asked again alone).
+REFUSALS_IN_A_ROW = 3
 
 
 def _key(cfg: ModelConfig) -> tuple[str, str | None]:
@@ -41,6 +45,7 @@ class BatchPace:
         self._unparsed: dict[tuple[str, str | None], int] = {}
         self._singles: set[tuple[str, str | None]] = set()
         self._retries_refused: dict[tuple[str, str | None], int] = {}
+        self._refusals: dict[tuple[str, str | None], int] = {}
         self._not_retried: dict[tuple[str, str | None], int] = {}
 
     def batch_size(self, cfg: ModelConfig, wanted: int) -> int:
@@ -74,6 +79,15 @@ class BatchPace:
             return True
         self._not_retried[key] = self._not_retried.get(key, 0) + 1
         return self._not_retried[key] % RETRY_PROBE_EVERY == 0
+
+    def answered(self, cfg: ModelConfig, *, refused: bool) -> None:
+        """Note whether the model refused an answer (a refusal of a whole batch counts once)."""
+        key = _key(cfg)
+        self._refusals[key] = self._refusals.get(key, 0) + 1 if refused else 0
+
+    def refuses(self, cfg: ModelConfig) -> bool:
+        """Whether the model refused its last REFUSALS_IN_A_ROW answers."""
+        return self._refusals.get(_key(cfg), 0) >= REFUSALS_IN_A_ROW
 
     def retries_in_doubt(self, cfg: ModelConfig) -> bool:
         """Whether this model's last retry was refused: its next ones are better asked one by one."""

@@ -24,7 +24,7 @@ from memory.formation.answers import parse_numbered, quoted_data
 from memory.formation.chunking import split_into_chunks
 from memory.formation.cleaning import clean_summary_output, strip_chat_template_tokens
 from memory.formation.extractive import extractive_summary
-from memory.formation.judge import ASKED_AGAIN, Asked, judge_answer
+from memory.formation.judge import ASKED_AGAIN, Asked, is_refusal, judge_answer
 from memory.formation.pace import BatchPace
 from memory.formation.summarizer_prompt import (
     DEFAULT_SUMMARIZER_PROMPT,
@@ -187,6 +187,8 @@ class ExchangeSummarizer:
             # (memory.formation.pace) learns so from the first exchanges before the next are paid for.
             return [result for item in items for result in await self._batch([item], cfg, prompt, progress)]
         verdicts = [judge_answer(item, answer) for item, answer in zip(items, answers, strict=True)]
+        for verdict in verdicts:
+            self.pace.answered(cfg, refused=verdict.reason is FallbackReason.REFUSED)
         again = [i for i, v in enumerate(verdicts) if v.reason in ASKED_AGAIN]
         if again:
             # The answers kept are settled now; the others as each is asked again (or not).
@@ -255,7 +257,14 @@ class ExchangeSummarizer:
         # A batch that times out is split rather than sent again whole (see _batch).
         single = len(items) == 1
         answer = await self._llm.complete(cfg, messages, max_tokens=max_tokens, retry_timeouts=single)
-        return parse_numbered(answer, len(items))
+        parsed = parse_numbered(answer, len(items))
+        if parsed is None and not single and is_refusal(answer):
+            self.pace.answered(cfg, refused=True)
+            if self.pace.refuses(cfg):
+                # A model that refused all it was asked lately: its refusal of the batch is each
+                # exchange's, not a reason to pay for every exchange again alone.
+                return [answer] * len(items)
+        return parsed
 
     async def _chunked(self, item: Asked, cfg: ModelConfig, prompt: str | None) -> SummaryResult:
         """An exchange too long for one call: its chunks summarized, then the summaries summarized."""

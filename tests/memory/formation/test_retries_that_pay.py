@@ -57,3 +57,19 @@ async def test_a_model_that_answers_right_once_told_is_always_asked_again(llm_se
     reasons = await _one_by_one(llm_server)
     assert reasons == [None] * len(EXCHANGES)
     assert _strict(llm_server) == len(EXCHANGES)
+
+
+async def test_a_model_refusing_everything_is_not_asked_each_exchange_again(
+    llm_server: LLMTestServer,
+) -> None:
+    """Its first refused batch is asked again one exchange a call (one exchange may be what it
+    refused); once its last answers were all refusals, a refused batch is each exchange's."""
+    llm_server.responder = SummarizerModel("refuses")
+    summarizer = ExchangeSummarizer(LLMClient(max_retries=1, backoff_base=0.01, backoff_max=0.02))
+    reasons = []
+    for start in range(0, 12, 4):
+        batch = [ExchangeText(text, (), ("Bob", "Sage")) for text in EXCHANGES[start : start + 4]]
+        reasons += [r.reason for r in await summarizer.summarize_exchanges(batch, cfg=_cfg(llm_server))]
+    assert reasons == [FallbackReason.REFUSED] * 12
+    # The first batch and its 4 exchanges alone, then one call for each of the other two batches.
+    assert len(llm_server.requests) == 1 + 4 + 1 + 1
