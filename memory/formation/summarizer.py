@@ -2,7 +2,8 @@
 
 Several exchanges of one conversation share a call: numbered in the request, numbered in the
 answer, each answer parsed back to its own exchange and checked against its own user's lines; an
-answer that cannot be parsed so is asked again one call per exchange. Earlier messages reach the
+answer that cannot be parsed so is asked again one call per exchange (bar a refusal by a model that
+refused all it was asked lately: memory.formation.pace). Earlier messages reach the
 model only as quoted, attributed data between tags that the instruction calls data, never
 instructions.
 
