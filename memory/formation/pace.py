@@ -16,10 +16,7 @@ its refusal of a whole batch taken as each exchange's, instead of asking each ex
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 
 from memory.types import ModelConfig
 
@@ -50,20 +47,6 @@ class BatchPace:
         self._retries_refused: dict[tuple[str, str | None], int] = {}
         self._refusals: dict[tuple[str, str | None], int] = {}
         self._not_retried: dict[tuple[str, str | None], int] = {}
-        self._proven: set[tuple[str, str | None]] = set()  # models that answered a numbered batch
-        self._turns: dict[tuple[str, str | None], asyncio.Lock] = {}
-
-    @contextlib.asynccontextmanager
-    async def batch_turn(self, cfg: ModelConfig, exchanges: int) -> AsyncIterator[None]:
-        """Hold while a batch of `exchanges` is asked. Until a model has answered a numbered batch,
-        its batches are asked one at a time: one that cannot answer them is found out by its first
-        few, not after every batch already sent (formation has several in flight)."""
-        key = _key(cfg)
-        if exchanges < 2 or key in self._proven:
-            yield
-            return
-        async with self._turns.setdefault(key, asyncio.Lock()):
-            yield
 
     def batch_size(self, cfg: ModelConfig, wanted: int) -> int:
         """How many exchanges one call to this model may hold."""
@@ -74,7 +57,6 @@ class BatchPace:
         key = _key(cfg)
         if parsed:
             self._unparsed[key] = 0
-            self._proven.add(key)
             return
         self._unparsed[key] = self._unparsed.get(key, 0) + 1
         if self._unparsed[key] >= self._limit and key not in self._singles:

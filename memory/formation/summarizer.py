@@ -159,39 +159,27 @@ class ExchangeSummarizer:
             item.elsewhere = [o.source for o in items if o is not item]
             item.elsewhere += [q.text for o in items for q in o.exchange.context]
             item.elsewhere += [EXAMPLE_EXCHANGES, EXAMPLE_ANSWER]  # copied from the prompt's example
-        answers: list[str] | None = None
-        error: LLMConfigError | LLMUnavailableError | None = None
-        async with self.pace.batch_turn(cfg, len(items)):
-            # A batch that waited its turn behind a model's failed ones may find it asked one exchange
-            # a call by now: then it is not paid for (memory.formation.pace).
-            alone = self.pace.batch_size(cfg, len(items)) < len(items)
-            if not alone:
-                try:
-                    answers = await self._ask(items, cfg, prompt, strict=False)
-                except (LLMConfigError, LLMUnavailableError) as exc:
-                    error = exc
-                else:
-                    if len(items) > 1:  # noted before the next batch's turn
-                        self.pace.batch_answered(cfg, parsed=answers is not None)
-        if alone:
-            return [result for item in items for result in await self._batch([item], cfg, prompt, progress)]
-        if isinstance(error, LLMTimeoutError):
+        try:
+            answers = await self._ask(items, cfg, prompt, strict=False)
+        except LLMTimeoutError:
             # Too slow for this many at once: half as many a call (8, 4, 2, 1); only one exchange
             # alone is retried whole.
             half = (len(items) + 1) // 2
             parts = (items[:half], items[half:])
             halves = await asyncio.gather(*(self._batch(part, cfg, prompt, progress) for part in parts))
             return [result for part in halves for result in part]
-        if isinstance(error, LLMConfigError):
+        except LLMConfigError as exc:
             return _settled(
-                progress, [self._fallback(item, FallbackReason.CONFIG, error.reason, cfg) for item in items]
+                progress, [self._fallback(item, FallbackReason.CONFIG, exc.reason, cfg) for item in items]
             )
-        if isinstance(error, LLMUnavailableError):
-            slow = error.reason.startswith("timed out")
+        except LLMUnavailableError as exc:
+            slow = exc.reason.startswith("timed out")
             reason = FallbackReason.TIMEOUT if slow else FallbackReason.UNREACHABLE
-            named = not slow or "LLM_TIMEOUT" in error.reason
-            detail = error.reason if named else f"{error.reason}; raise LLM_TIMEOUT for a slow model"
+            named = not slow or "LLM_TIMEOUT" in exc.reason
+            detail = exc.reason if named else f"{exc.reason}; raise LLM_TIMEOUT for a slow model"
             return _settled(progress, [self._fallback(item, reason, detail, cfg) for item in items])
+        if len(items) > 1:
+            self.pace.batch_answered(cfg, parsed=answers is not None)
         if answers is None:
             if len(items) == 1:
                 return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.formation.pace import RETRIES_REFUSED_IN_A_ROW, RETRY_PROBE_EVERY, UNPARSED_IN_A_ROW
+from memory.formation.pace import RETRIES_REFUSED_IN_A_ROW, RETRY_PROBE_EVERY
 from memory.formation.summarizer import STRICT_RULE, ExchangeSummarizer, ExchangeText, FallbackReason
 from memory.llm import LLMClient
 from memory.types import ModelConfig
-from testkit.llm_server import LLMTestServer, SummarizerModel, exchanges_asked
+from testkit.llm_server import LLMTestServer, SummarizerModel
 
 # Exchanges of one user, each with a name and a number a faithful memory keeps.
 EXCHANGES = [
@@ -73,17 +73,3 @@ async def test_a_model_refusing_everything_is_not_asked_each_exchange_again(
     assert reasons == [FallbackReason.REFUSED] * 12
     # The first batch and its 4 exchanges alone, then one call for each of the other two batches.
     assert len(llm_server.requests) == 1 + 4 + 1 + 1
-
-
-async def test_batches_of_an_unproven_model_wait_their_turn(llm_server: LLMTestServer) -> None:
-    """Five batches asked at once of a model that never numbers its answers: only the first
-    UNPARSED_IN_A_ROW are paid for; the others, having waited their turn, go one exchange a call."""
-    llm_server.responder = SummarizerModel("malformed")  # a lone exchange it answers faithfully
-    llm = LLMClient(max_retries=1, backoff_base=0.01, backoff_max=0.02)
-    summarizer = ExchangeSummarizer(llm, batch_exchanges=2)
-    exchanges = [ExchangeText(text, (), ("Bob", "Sage")) for text in EXCHANGES[:10]]
-    results = await summarizer.summarize_exchanges(exchanges, cfg=_cfg(llm_server))
-    assert [r.reason for r in results] == [None] * 10
-    batches = [r for r in llm_server.requests if len(exchanges_asked(r)) > 1]
-    assert len(batches) == UNPARSED_IN_A_ROW
-    assert len(llm_server.requests) == UNPARSED_IN_A_ROW + 10
