@@ -7,7 +7,8 @@ formation groups them): a correct summary. The same observation with the two spe
 swapped is a wrong one (only those the swap changes). Printed: correct summaries rejected (false
 rejections), wrong ones caught (recall), and the sentences whose subject or owners the check could
 not tell (unchecked, never passed as checked). Then the hand-written cases of
-bench/data/attribution_cases.jsonl (questions stated as facts, another user's claim).
+bench/data/attribution_cases.jsonl (questions stated as facts, another user's claim) and the held-out
+ones of bench/data/attribution_heldout.jsonl (two speakers of my own, each fact correct and swapped).
 
     .venv/bin/python -m bench.attribution [--locomo-dir ../shared/eval/locomo-dev]
 """
@@ -25,6 +26,8 @@ from bench.locomo import DEV_DIR
 from memory.formation.attribution import Line, check_attribution
 
 CASES = Path(__file__).resolve().parent / "data" / "attribution_cases.jsonl"
+# Written before the rules they measure (inflected verbs, thanks, acknowledging) and never tuned on.
+HELD_OUT = CASES.with_name("attribution_heldout.jsonl")
 
 
 def _swapped(text: str, a: str, b: str) -> str:
@@ -86,13 +89,19 @@ def main() -> None:
         f"({counts['wrong caught'] / max(1, counts['wrong']):.1%})  "
         f"unchecked {counts['wrong unchecked'] / max(1, counts['wrong']):.1%}"
     )
+    for path in (CASES, HELD_OUT):
+        print_cases(path)
+
+
+def print_cases(path: Path) -> None:
+    """Correct and wrong hand-written summaries of a labelled file, and how many were rejected."""
     kinds: Counter[str] = Counter()
-    for raw in CASES.read_text().splitlines():
+    for raw in path.read_text().splitlines():
         case = json.loads(raw)
         lines = [Line(speaker, text, bool(other)) for speaker, text, other in case["lines"]]
         verdict = check_attribution(case["summary"], lines)
         kinds[f"{case['label']} {'rejected' if verdict.wrong else 'kept'}"] += 1
-    print("Hand-written cases (bench/data/attribution_cases.jsonl):")
+    print(f"Hand-written cases (bench/data/{path.name}):")
     for label in ("correct", "wrong"):
         kept, rejected = kinds[f"{label} kept"], kinds[f"{label} rejected"]
         print(f"  {label:8s} {kept + rejected:3d}  rejected {rejected:3d}")

@@ -14,7 +14,7 @@ model server counts them: bench/llm_meter.py) per memory formed, with `--singles
 the same set summarized one exchange a call.
 
     .venv/bin/python -m bench.summaries --real [--sets sage two-users locomo-26] [--locomo-sessions 4]
-        [--singles] [--show]
+        [--singles] [--show] [--threads 1]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.local_embedder import LocalEmbedder
 from memory.types import MemoryMode, ModelConfig
 from models import Memory
-from testkit.real_model import REAL_MODEL, RealModelServer, missing_reason
+from testkit.real_model import REAL_MODEL, THREADS, RealModelServer, missing_reason
 from testkit.summary_audit import KINDS, audit_memories, stored_memories, transcript_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,9 @@ def saving(memories: list[Memory]) -> float:
     return 100.0 * (1 - stored / source) if source else 0.0
 
 
-async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool, singles: bool) -> None:
+async def run(
+    sets: list[str], locomo_dir: Path, sessions: int, show: bool, singles: bool, threads: int
+) -> None:
     reason = missing_reason()
     if reason is not None:
         raise SystemExit(reason)
@@ -113,9 +115,9 @@ async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool, sing
     await embedder.embed(["warm up"])
     print(f"Summaries by a real model ({REAL_MODEL}: SmolLM2-135M-Instruct Q4_1 on llama.cpp, 1 slot)")
     header = f"  {'set':<10} {'memories':>8} {'by model':>8} " + " ".join(f"{k:>13}" for k in KINDS)
-    tokens = f" {'tokens/mem':>10}" + (f" {'x single':>8}" if singles else "")
+    tokens = f" {'calls':>5} {'tokens/mem':>10}" + (f" {'x single':>8}" if singles else "")
     print(header + f" {'saving':>7} {'extractive':>10}{tokens}  not the model's")
-    with RealModelServer() as server:
+    with RealModelServer(threads=threads) as server:
         async with bench_database("summaries-real") as db, UsageMeter(server.base_url) as meter:
             cfg = ModelConfig(model=REAL_MODEL, api_base=meter.base_url, api_key="none", timeout=60)
             for number, name in enumerate(sets):
@@ -124,6 +126,7 @@ async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool, sing
                 meter.reset()
                 found = await form(db, embedder, name, personality, lines, cfg, f"{number}m")
                 per_memory = meter.tokens / len(found) if found else 0.0
+                calls = meter.calls
                 ratio = ""
                 if singles:  # the same set, one exchange a call: what a batch is measured against
                     meter.reset()
@@ -137,7 +140,7 @@ async def run(sets: list[str], locomo_dir: Path, sessions: int, show: bool, sing
                 counts = " ".join(f"{audit.counts[k]:>13}" for k in KINDS)
                 print(
                     f"  {name:<10} {audit.memories:>8} {audit.by_model:>8} {counts} {saving(found):6.1f}% "
-                    f"{saving(baseline):9.1f}% {per_memory:10.0f}{ratio}  "
+                    f"{saving(baseline):9.1f}% {calls:5d} {per_memory:10.0f}{ratio}  "
                     f"{', '.join(f'{n} {r}' for r, n in why.most_common()) or '-'}"
                 )
                 for finding in audit.findings if show else []:
@@ -154,8 +157,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--singles", action="store_true", help="also one exchange a call, for the tokens' ratio to it"
     )
+    parser.add_argument("--threads", type=int, default=THREADS, help="the model server's CPU threads")
     args = parser.parse_args(argv)
-    asyncio.run(run(args.sets, args.locomo_dir, args.locomo_sessions, args.show, args.singles))
+    asyncio.run(run(args.sets, args.locomo_dir, args.locomo_sessions, args.show, args.singles, args.threads))
 
 
 if __name__ == "__main__":

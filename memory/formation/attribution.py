@@ -41,7 +41,7 @@ from text_to_num import alpha2digit
 
 from memory.formation.cleaning import speaker_label, strip_chat_template_tokens
 from memory.formation.extractive import split_sentences
-from memory.formation.words import language, word_stem, zipf
+from memory.formation.words import language, possessive_dropped, verb_base, word_stem, zipf
 
 # A word at least this frequent (zipf, in English or the exchange's language) is a function word.
 FUNCTION_ZIPF = 6.0
@@ -64,7 +64,9 @@ _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+(?:[.,:]\d+)*")
 _FIRST_PERSON_TEXT = "i i'm i've i'll i'd me my mine myself we we're we've we'll us our ours"
 _FIRST_PERSON = frozenset(_FIRST_PERSON_TEXT.split())
 _SECOND_PERSON_TEXT = "you you're you've you'll you'd your yours yourself yourselves u ur"
-_SECOND_PERSON = frozenset(_SECOND_PERSON_TEXT.split())
+# "Thanks for driving me": a thank-you is said to someone, of what they did (in its own clause).
+_THANKS = frozenset({"thanks", "thank"})
+_SECOND_PERSON = frozenset(_SECOND_PERSON_TEXT.split()) | _THANKS
 _PRONOUNS = frozenset({"she", "he", "they", "her", "his", "their", "them", "him", "it", "its"})
 _JOINERS = frozenset({"and", "&", "both"})
 # Verbs of speech: "Caroline asked Melanie ..." is true when Caroline said it, whoever it is about.
@@ -76,7 +78,8 @@ _SPEECH_TEXT = """told tells tell said says say shared shares mentioned mentions
     congratulated congratulates praised praises complimented compliments thanked thanks greeted
     greets welcomed welcomes joked jokes commented comments remarked remarks stated states reported
     reports announced announces informed informs updated updates confirmed confirms inquired
-    inquires chatted chats spoke speaks wished wishes hoped hopes"""
+    inquires chatted chats spoke speaks wished wishes hoped hopes acknowledged acknowledges
+    apologized apologizes apologised apologises reassured reassures"""
 _SPEECH = frozenset(_SPEECH_TEXT.split())
 # A summary sentence that says something was asked, wished or wondered states no fact.
 _NOT_ASSERTED = _SPEECH | {
@@ -206,7 +209,7 @@ def check_attribution(summary: str, lines: Sequence[Line]) -> Attribution:
         checked += 1
         if speech:
             # "Caroline asked why Melanie ran a race": saying it, or being named in what was said.
-            named = subjects | {names[w.casefold()] for w in words if w.casefold() in names}
+            named = subjects | {names[n] for w in words if (n := _named(w)) in names}
             if not any(s.speaker in named or s.owners & named for s in owned):
                 swapped.append(text)
         elif any(_support(subject, found, owned) < OWNED_SHARE for subject in subjects):
@@ -225,6 +228,11 @@ def _support(subject: str, found: set[str], owned: list[_Sentence]) -> float:
             held += 1
             mine += subject in owners
     return mine / held if held else 1.0
+
+
+def _named(word: str) -> str:
+    """A word as a name key: "Tom's crash" names Tom."""
+    return possessive_dropped(word.casefold().replace("’", "'"))
 
 
 def _speaker(label: str) -> str:
@@ -248,7 +256,8 @@ def _said(lines: Sequence[Line], speakers: list[str], lang: str) -> list[_Senten
         parts = [
             (part, question)
             for text, _ in split_sentences(line.text)
-            for part, question in zip(asked_part(text), (False, True), strict=True)
+            for clause in _thanks_apart(text)
+            for part, question in zip(asked_part(clause), (False, True), strict=True)
         ]
         for text, question in parts:
             if not text.strip():
@@ -270,6 +279,14 @@ def _said(lines: Sequence[Line], speakers: list[str], lang: str) -> list[_Senten
                 _Sentence(line.speaker, roots, frozenset(owners), frozenset(weak), question, line.other)
             )
     return said
+
+
+def _thanks_apart(sentence: str) -> list[str]:
+    """A sentence that thanks as its clauses: "thanks for asking, we got a cat" thanks the one
+    addressed for the asking, not for the cat."""
+    if {w.casefold() for w in _TOKEN_RE.findall(sentence)} & _THANKS:
+        return _CLAUSE_RE.split(sentence)
+    return [sentence]
 
 
 def _tokens(text: str) -> list[str]:
@@ -373,4 +390,4 @@ def _root(word: str) -> str:
     if word[0].isdigit():
         return word
     stem = word_stem(word)
-    return stem[:ROOT_CHARS] if stem.isascii() else stem
+    return verb_base(stem)[:ROOT_CHARS] if stem.isascii() else stem

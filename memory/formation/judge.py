@@ -80,6 +80,11 @@ class Verdict:
     detail: str | None = None
 
 
+def is_refusal(answer: str) -> bool:
+    """Whether the answer opens by refusing ("I'm sorry, but I can't...")."""
+    return _REFUSAL_RE.match(clean_answer(answer)) is not None
+
+
 def judge_answer(item: Asked, answer: str) -> Verdict:
     """The answer for one exchange as a summary to keep, or the reason it is not one."""
     cleaned = clean_answer(answer)

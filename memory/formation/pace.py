@@ -1,9 +1,17 @@
-"""How many exchanges a model is asked at once: numbered batches, until it shows it cannot answer them.
+"""How a model is asked: numbered batches until it shows it cannot answer them, and a refused answer
+asked again alone until that shows it buys nothing.
 
 A model that fails numbered batches several times in a row (answers that cannot be parsed back to their
 exchanges: a small local model, typically) pays for each batch and then for every exchange again. From
 then on it is asked one exchange per call, for as long as this process runs; the decision is logged
 once, and `singles()` names the models so summarized for reports.
+
+Likewise a refused answer (invented, off its exchange, cut, misattributed) is asked again alone with
+the stricter rule; a model whose retries came back refused several times in a row (SmolLM2-135M: 7 of
+10 retries held a new invention or swap, issue 30) pays a second call per exchange for nothing. From
+then on its refused answers go extractive at once, bar one retry in RETRY_PROBE_EVERY, which, kept,
+lets it retry again. And a model that refused its last few answers ("I'm sorry, but I can't...") has
+its refusal of a whole batch taken as each exchange's, instead of asking each exchange again alone.
 """
 
 from __future__ import annotations
@@ -16,6 +24,13 @@ log = logging.getLogger(__name__)
 
 # Batches unparsed in a row before a model is asked one exchange per call.
 UNPARSED_IN_A_ROW = 3
+# Retries refused in a row before a model's refused answers go extractive at once; then one refused
+# answer in this many is still retried, in case the model does better on other exchanges.
+RETRIES_REFUSED_IN_A_ROW = 3
+RETRY_PROBE_EVERY = 8
+# Answers refused by the model itself in a row before its refusal of a whole batch is taken as each
+# exchange's (no exchange asked again alone).
+REFUSALS_IN_A_ROW = 3
 
 
 def _key(cfg: ModelConfig) -> tuple[str, str | None]:
@@ -29,6 +44,9 @@ class BatchPace:
         self._limit = unparsed_in_a_row
         self._unparsed: dict[tuple[str, str | None], int] = {}
         self._singles: set[tuple[str, str | None]] = set()
+        self._retries_refused: dict[tuple[str, str | None], int] = {}
+        self._refusals: dict[tuple[str, str | None], int] = {}
+        self._not_retried: dict[tuple[str, str | None], int] = {}
 
     def batch_size(self, cfg: ModelConfig, wanted: int) -> int:
         """How many exchanges one call to this model may hold."""
@@ -53,3 +71,40 @@ class BatchPace:
     def singles(self) -> list[str]:
         """The models asked one exchange per call."""
         return sorted(model for model, _ in self._singles)
+
+    def retry_worth_it(self, cfg: ModelConfig) -> bool:
+        """Whether a refused answer of this model is asked again (see the module docstring)."""
+        key = _key(cfg)
+        if self._retries_refused.get(key, 0) < RETRIES_REFUSED_IN_A_ROW:
+            return True
+        self._not_retried[key] = self._not_retried.get(key, 0) + 1
+        return self._not_retried[key] % RETRY_PROBE_EVERY == 0
+
+    def answered(self, cfg: ModelConfig, *, refused: bool) -> None:
+        """Note whether the model refused an answer (a refusal of a whole batch counts once)."""
+        key = _key(cfg)
+        self._refusals[key] = self._refusals.get(key, 0) + 1 if refused else 0
+
+    def refuses(self, cfg: ModelConfig) -> bool:
+        """Whether the model refused its last REFUSALS_IN_A_ROW answers."""
+        return self._refusals.get(_key(cfg), 0) >= REFUSALS_IN_A_ROW
+
+    def retries_in_doubt(self, cfg: ModelConfig) -> bool:
+        """Whether this model's last retry was refused: its next ones are better asked one by one."""
+        return self._retries_refused.get(_key(cfg), 0) > 0
+
+    def retried(self, cfg: ModelConfig, *, kept: bool) -> None:
+        """Note whether a retry's answer was kept."""
+        key = _key(cfg)
+        if kept:
+            self._retries_refused[key] = 0
+            return
+        self._retries_refused[key] = self._retries_refused.get(key, 0) + 1
+        if self._retries_refused[key] == RETRIES_REFUSED_IN_A_ROW:
+            log.warning(
+                "Summarizer %s: %d retries in a row refused; its refused answers go extractive at once "
+                "from now on (one in %d still retried)",
+                cfg.model,
+                RETRIES_REFUSED_IN_A_ROW,
+                RETRY_PROBE_EVERY,
+            )

@@ -2,7 +2,8 @@
 
 Several exchanges of one conversation share a call: numbered in the request, numbered in the
 answer, each answer parsed back to its own exchange and checked against its own user's lines; an
-answer that cannot be parsed so is asked again one call per exchange. Earlier messages reach the
+answer that cannot be parsed so is asked again one call per exchange (bar a refusal by a model that
+refused all it was asked lately: memory.formation.pace). Earlier messages reach the
 model only as quoted, attributed data between tags that the instruction calls data, never
 instructions.
 
@@ -24,13 +25,14 @@ from memory.formation.answers import parse_numbered, quoted_data
 from memory.formation.chunking import split_into_chunks
 from memory.formation.cleaning import clean_summary_output, strip_chat_template_tokens
 from memory.formation.extractive import extractive_summary
-from memory.formation.judge import ASKED_AGAIN, Asked, judge_answer
+from memory.formation.judge import ASKED_AGAIN, Asked, is_refusal, judge_answer
 from memory.formation.pace import BatchPace
 from memory.formation.summarizer_prompt import (
     DEFAULT_SUMMARIZER_PROMPT,
     EXAMPLE_ANSWER,
     EXAMPLE_EXCHANGES,
     FORMAT_RULES,
+    FORMAT_RULES_ONE,
     STRICT_RULE,
 )
 from memory.formation.summary_types import (
@@ -181,25 +183,35 @@ class ExchangeSummarizer:
         if answers is None:
             if len(items) == 1:
                 return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])
-            # A malformed batch answer: each exchange on its own call.
-            singles = await asyncio.gather(*(self._batch([item], cfg, prompt, progress) for item in items))
-            return [result for single in singles for result in single]
+            # A malformed batch answer: each exchange on its own call, one after another: a model that
+            # cannot number its answers often cannot answer at all, and the retry record
+            # (memory.formation.pace) learns so from the first exchanges before the next are paid for.
+            return [result for item in items for result in await self._batch([item], cfg, prompt, progress)]
         verdicts = [judge_answer(item, answer) for item, answer in zip(items, answers, strict=True)]
+        for verdict in verdicts:
+            self.pace.answered(cfg, refused=verdict.reason is FallbackReason.REFUSED)
         again = [i for i, v in enumerate(verdicts) if v.reason in ASKED_AGAIN]
         if again:
-            # The answers kept are settled now; the others as each is asked again.
+            # The answers kept are settled now; the others as each is asked again (or not).
             _tell(progress, len(items) - len(again))
 
             async def ask_again(i: int) -> None:
-                # Alone, without context: a wrong answer in a batch is often a neighbour's.
-                answers = await self._ask_strictly([items[i]], cfg, prompt)
-                if answers is not None:  # else unparseable or failed: the first reason stands
-                    verdict = judge_answer(items[i], answers[0])
-                    # Still wrong: the first reason stands (it is what the model did unasked).
-                    verdicts[i] = verdict if verdict.reason is None else verdicts[i]
+                # Asked again only while this model's retries are kept now and then.
+                if self.pace.retry_worth_it(cfg):
+                    # Alone, without context: a wrong answer in a batch is often a neighbour's.
+                    answers = await self._ask_strictly([items[i]], cfg, prompt)
+                    if answers is not None:  # else unparseable or failed: the first reason stands
+                        verdict = judge_answer(items[i], answers[0])
+                        # Still wrong: the first reason stands (it is what the model did unasked).
+                        verdicts[i] = verdict if verdict.reason is None else verdicts[i]
+                    self.pace.retried(cfg, kept=verdicts[i].reason is None)
                 _tell(progress, 1)
 
-            await asyncio.gather(*(ask_again(i) for i in again))
+            if self.pace.retries_in_doubt(cfg):
+                for i in again:  # one after another, so that each retry's outcome counts for the next
+                    await ask_again(i)
+            else:
+                await asyncio.gather(*(ask_again(i) for i in again))
         results = [
             SummaryResult(v.summary, cfg.model)
             if v.reason is None
@@ -222,7 +234,8 @@ class ExchangeSummarizer:
         self, items: list[Asked], cfg: ModelConfig, prompt: str | None, *, strict: bool
     ) -> list[str] | None:
         """One call for `items`: their answers in order, or None when the answer cannot be parsed."""
-        system = f"{prompt or DEFAULT_SUMMARIZER_PROMPT}\n\n{FORMAT_RULES}"
+        rules = FORMAT_RULES if len(items) > 1 else FORMAT_RULES_ONE
+        system = f"{prompt or DEFAULT_SUMMARIZER_PROMPT}\n\n{rules}"
         if strict:
             system += f"\n\n{STRICT_RULE}"
         parts: list[str] = []
@@ -245,7 +258,14 @@ class ExchangeSummarizer:
         # A batch that times out is split rather than sent again whole (see _batch).
         single = len(items) == 1
         answer = await self._llm.complete(cfg, messages, max_tokens=max_tokens, retry_timeouts=single)
-        return parse_numbered(answer, len(items))
+        parsed = parse_numbered(answer, len(items))
+        if parsed is None and not single and is_refusal(answer):
+            self.pace.answered(cfg, refused=True)
+            if self.pace.refuses(cfg):
+                # A model that refused all it was asked lately: its refusal of the batch is each
+                # exchange's, not a reason to pay for every exchange again alone.
+                return [answer] * len(items)
+        return parsed
 
     async def _chunked(self, item: Asked, cfg: ModelConfig, prompt: str | None) -> SummaryResult:
         """An exchange too long for one call: its chunks summarized, then the summaries summarized."""

@@ -175,3 +175,22 @@ def word_stem(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
     return word
+
+
+@functools.lru_cache(maxsize=16384)
+def verb_base(word: str) -> str:
+    """An -ing or -ed form whose spelling changed as its verb ("sharing": share, "running": run,
+    "planned": plan), by lemminflect's tables; any other word as it is. A prefix of the form then
+    meets the verb's other forms ("share", "shares"), as it already does for "painting" and "paint"."""
+    from memory.recall.word_forms import lemmas
+
+    for suffix in ("ing", "ed"):
+        bare = word.removesuffix(suffix)
+        if bare == word or len(bare) < 2:
+            continue
+        found = lemmas(word)
+        if bare + "e" in found:
+            return bare + "e"
+        if len(bare) > 2 and bare[-1] == bare[-2] and bare[:-1] in found:
+            return bare[:-1]
+    return word
