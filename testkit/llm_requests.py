@@ -20,6 +20,9 @@ def content_text(content: Any) -> str:
     return ""
 
 
+_LABEL = re.compile(r"^([^\s:][^:\n]{0,39}?):\s+")
+
+
 def echo_first_sentence(request: dict[str, Any]) -> str:
     """The last user message's first sentence, at most 24 words (and at most max_tokens words).
 
@@ -28,7 +31,10 @@ def echo_first_sentence(request: dict[str, Any]) -> str:
     """
     exchanges = exchanges_asked(request)
     if exchanges:
-        firsts = [_first_sentence(text, 24).rstrip(",;:-") for text in exchanges]
+        # Reported, as a summary tells it ("Alice said: ..."): a line copied with its label is no summary.
+        firsts = [
+            _LABEL.sub(r"\1 said: ", _first_sentence(text, 24), count=1).rstrip(",;:-") for text in exchanges
+        ]
         ended = [f if f.endswith((".", "!", "?")) else f"{f}." for f in firsts]
         return "\n".join(f"[{n}] {first}" for n, first in enumerate(ended, start=1))
     limit = min(24, int(request.get("max_tokens") or request.get("max_completion_tokens") or 24))

@@ -3,8 +3,9 @@
 A refusal, an empty answer, or a summary stating a name, number or date that neither the user's
 lines nor the reply hold (invented, or another user's) is refused; so is one about another exchange
 of its call or the context, one that stops before a sentence ends, one using another user's
-distinctive words, one giving a speaker's words to the other or stating what was only asked, and one
-telling an event none of whose words its exchange said (memory.formation.attribution).
+distinctive words, one giving a speaker's words to the other or stating what was only asked, one
+telling an event none of whose words its exchange said (memory.formation.attribution), and one
+written in a speaker's voice (their label, or "I") rather than about them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory.formation.answers import clean_answer, off_exchange, whole_sentences
+from memory.formation.answers import clean_answer, in_a_speakers_voice, off_exchange, whole_sentences
 from memory.formation.attribution import check_attribution, exchange_lines
 from memory.formation.extractive import extractive_summary
 from memory.formation.fidelity import Vocabulary, foreign_facts, vocabulary, word_stem, zipf
@@ -100,6 +101,9 @@ def judge_answer(item: Asked, answer: str) -> Verdict:
         summary = extractive_summary(summary, item.cap)
         if not summary or len(summary) >= len(item.source):
             return Verdict("", FallbackReason.UNPARSEABLE)
+    voice = in_a_speakers_voice(summary, item.exchange.names)
+    if voice is not None:
+        return Verdict(summary, FallbackReason.MISATTRIBUTED, voice)
     foreign = foreign_facts(summary, item.allowed, names=item.exchange.names)
     if foreign:
         # Another user's when every such fact is in their lines; a fact nobody said is invented.
