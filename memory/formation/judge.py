@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from memory.formation.answers import clean_answer, in_a_speakers_voice, off_exchange, whole_sentences
 from memory.formation.attribution import check_attribution, exchange_lines
+from memory.formation.cleaning import speaker_label
 from memory.formation.extractive import extractive_summary
 from memory.formation.fidelity import Vocabulary, foreign_facts, vocabulary, word_stem, zipf
 from memory.formation.summary_types import ExchangeText, FallbackReason
@@ -101,7 +102,7 @@ def judge_answer(item: Asked, answer: str) -> Verdict:
         summary = extractive_summary(summary, item.cap)
         if not summary or len(summary) >= len(item.source):
             return Verdict("", FallbackReason.UNPARSEABLE)
-    voice = in_a_speakers_voice(summary, item.exchange.names)
+    voice = in_a_speakers_voice(summary, {*item.exchange.names, *labels_of(item.exchange.text)})
     if voice is not None:
         return Verdict(summary, FallbackReason.MISATTRIBUTED, voice)
     foreign = foreign_facts(summary, item.allowed, names=item.exchange.names)
@@ -144,3 +145,10 @@ def others_words(summary: str, item: Asked) -> list[str]:
         ):
             found.add(stem)
     return sorted(found)
+
+
+def labels_of(text: str) -> set[str]:
+    """The speakers' labels of an exchange's lines ("User" for a user with no name)."""
+    return {
+        label.group(1).strip() for line in text.splitlines() if (label := speaker_label(line)) is not None
+    }

@@ -59,7 +59,7 @@ async def test_memories_left_out_for_the_budget_are_not_on_the_receipt(
 ) -> None:
     await tell(runtime, lilith, llm_server)
     await use_small_window(runtime, lilith, llm_server, monkeypatch, window=700)
-    runtime.chat.memory_context_share = 0.1  # room for one or two memories
+    runtime.chat.memory_context_share = 0.2  # room for one memory with its context
     req = chat_request(lilith.id, "What is my dog Biscuit called and what scares her, and where am I moving?")
     turn = await answer(runtime, req)
     prepared = turn.reply.prepared
