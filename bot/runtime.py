@@ -142,7 +142,7 @@ def build_runtime(core: Core, *, index: VectorIndex, embedder: Embedder, llm: LL
         personas=core.personas,
     )
     # A personality created, renamed or deleted here is routable (or not) from the next message on.
-    core.personalities.subscribe(services.chat.routing.invalidate)
+    core.personalities.subscribe(services.chat.invalidate_routing)
     return Runtime(
         **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
         **{field.name: getattr(services, field.name) for field in dataclasses.fields(services)},

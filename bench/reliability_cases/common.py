@@ -74,8 +74,9 @@ async def chat_turn(chat: ChatService, req: ChatRequest) -> ChatReply:
 async def stored_exchange(chat: ChatService, req: ChatRequest, reply_text: str) -> None:
     """A message and the reply to it in the log, not formed: as the catch-up stores a reply it finds
     in a channel's history."""
-    prepared = await chat.store_user_message(req)
-    await chat.record_reply(ChatReply(reply_text, ok=True, prepared=prepared), [(snowflake(), reply_text)])
+    async with chat.catching_up(req.channel_id or "") as filing:
+        await filing.message(req)
+        await filing.reply(req.personality_id, snowflake(), reply_text)
 
 
 def is_clear_notice(text: str) -> bool:

@@ -119,6 +119,6 @@ class MessageAnswerer:
         except Exception:
             log.exception("Answering message %s as %s failed", message.id, route.personality.name)
             # A personality deleted by another process may still be in the routing cache.
-            self._chat.routing.invalidate()
+            self._chat.invalidate_routing()
             if not delivery.sent:  # a reply the user already reads needs no apology
                 await send_notice(message.channel, FAILURE_NOTICE)

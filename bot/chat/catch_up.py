@@ -8,7 +8,6 @@ import asyncio
 import dataclasses
 import logging
 import re
-from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -24,11 +23,8 @@ from memory.chat.service import (
     NO_CHAT_MODEL,
     UNAVAILABLE_REPLY,
     Addressee,
-    AwaitedReplies,
-    ChatReply,
     ChatService,
     MissedPlace,
-    PreparedReply,
     Route,
     deserves_answer,
 )
@@ -80,7 +76,7 @@ class PendingMemories:
         if report.memories:
             log.info("Caught up on %d pending memories", report.memories)
         # Looked up in the log: a pass over every conversation names no channel.
-        await self._reaction.add(await self._chat.missed.remembered_places(report.remembered_message_ids))
+        await self._reaction.add(await self._chat.remembered_places(report.remembered_message_ids))
         return report.memories
 
     async def _loop(self) -> None:
@@ -115,7 +111,6 @@ class MissedMessages:
         client: discord.AutoShardedClient,
         chat: ChatService,
         answerer: MessageAnswerer,
-        awaited: AwaitedReplies,
         tasks: BackgroundTasks,
         *,
         reply_minutes: float,
@@ -123,7 +118,6 @@ class MissedMessages:
         self._client = client
         self._chat = chat
         self._answerer = answerer
-        self._awaited = awaited
         self._tasks = tasks
         self._reply_window = timedelta(minutes=reply_minutes)
         self._lock = asyncio.Lock()
@@ -148,7 +142,7 @@ class MissedMessages:
     async def read_all(self) -> MissedReport:
         """Read every place; one place failing (deleted, no access) does not stop the others."""
         report = MissedReport()
-        for place in await self._chat.missed.places_to_read(self._readable_channels()):
+        for place in await self._chat.places_to_read(self._readable_channels()):
             channel = await self._channel(place.channel_id)
             read = self._read_up_to.get(place.channel_id)
             if read is not None and (place.after_message_id is None or read > place.after_message_id):
@@ -214,51 +208,47 @@ class MissedMessages:
             (m for m in found if place.after_message_id is None or m.id > place.after_message_id),
             key=lambda m: m.id,
         )
-        # Refused live (the flood limit): stored as refused, never answered; read on past it.
-        refused = await self._chat.missed.refused_among(place.channel_id, [str(m.id) for m in missed])
-        asked: dict[int, PreparedReply] = {}  # personality id -> the last message stored for it here
         to_answer: dict[tuple[int, int], tuple[discord.Message, Route]] = {}
-        stored_here: set[int] = set()
         now = datetime.now(UTC)
         replier: Addressee | None = None
-        # What is stored here is held while the history is read: a message to be answered waits for its
-        # own reply, not an earlier one. Once read, only the messages answered stay held; the rest are
-        # released before any answer, so an answer takes its author's older lines into its memory.
-        with ExitStack() as held:
+        # The domain files what is read (memory.chat.catching_up) and holds it from formation while the
+        # history is read: a message to be answered waits for its own reply, not an earlier one. Once
+        # read, only the messages answered stay held, so an answer takes its author's older lines into
+        # its memory; when the place is done, what was filed is formed.
+        async with self._chat.catching_up(place.channel_id) as filing:
+            # Refused live (the flood limit): stored as refused, never answered; read on past it.
+            refused = await filing.refused([str(m.id) for m in missed])
             for message in missed:
                 if str(message.id) in refused:
                     continue
                 # A reply the plain sender split goes on without its header, right after its first part.
                 replier = await self.reply_author(message, channel) or self._continued(message, replier)
                 if replier is not None:
-                    answered = await self._store_reply(message, replier, asked, place.channel_id)
+                    text = message.content
+                    if message.webhook_id is None:
+                        text = text.removeprefix(plain_header(replier.display_name))
+                    answered = await filing.reply(replier.id, str(message.id), text)
                     if answered is not None:
                         report.replies += 1
                         # The user it answered needs no answer from this personality now.
-                        to_answer.pop((replier.id, int(answered.request.user_id)), None)
+                        to_answer.pop((replier.id, int(answered)), None)
                     continue
                 route = await self._answerer.route(message)
                 if route is None:
                     continue
-                request = self._answerer.request_of(message, route)
-                held.enter_context(self._awaited.holding([request.message_id]))
-                prepared = await self._chat.store_user_message(request)
-                asked[route.personality.id] = prepared
-                stored_here.add(prepared.conversation_id)
+                await filing.message(self._answerer.request_of(message, route))
                 report.stored += 1
                 key = (route.personality.id, message.author.id)
                 if deserves_answer(message.created_at, now=now, window=self._reply_window):
                     to_answer[key] = (message, route)
                 else:
                     to_answer.pop(key, None)
-            held.close()
-            held.enter_context(self._awaited.holding(str(m.id) for m, _ in to_answer.values()))
+            filing.answering(str(m.id) for m, _ in to_answer.values())
             for message, route in to_answer.values():
                 await self._answerer.answer(message, route)  # forms and marks its conversation's memories
                 report.answered += 1
-        for conversation_id in stored_here:
-            formed = await self._chat.after_reply(conversation_id)
-            await self._answerer.reaction.add((place.channel_id, i) for i in formed.remembered_message_ids)
+        remembered = await filing.form()
+        await self._answerer.reaction.add((place.channel_id, i) for i in remembered)
         if found:
             self._read_up_to[place.channel_id] = max(m.id for m in found)
 
@@ -267,7 +257,7 @@ class MissedMessages:
     ) -> Addressee | None:
         """The personality whose reply this message is: posted through our webhook under its name, or
         by the bot under its name in bold (error notices are not replies)."""
-        names = await self._chat.routing.addressees()
+        names = await self._chat.addressees()
         if message.webhook_id is not None:
             sender = self._answerer.senders.webhook
             if not isinstance(sender, WebhookSender) or not can_use_webhooks(channel):
@@ -290,26 +280,3 @@ class MissedMessages:
         me = self._client.user
         own = me is not None and message.author.id == me.id and message.webhook_id is None
         return previous if own and previous is not None else None
-
-    async def _store_reply(
-        self,
-        message: discord.Message,
-        replier: Addressee,
-        asked: dict[int, PreparedReply],
-        channel_id: str,
-    ) -> PreparedReply | None:
-        """Store a reply found in the history as the answer to the message it answers (the last one
-        asked of the personality here); returns that message, None when there is none."""
-        chat = self._chat
-        prepared = asked.get(replier.id)
-        if prepared is None:
-            request = await chat.missed.last_request(personality_id=replier.id, channel_id=channel_id)
-            if request is None:
-                return None
-            prepared = await chat.store_user_message(request)  # stored already: nothing changes
-            asked[replier.id] = prepared
-        text = message.content
-        if message.webhook_id is None:
-            text = text.removeprefix(plain_header(replier.display_name))
-        await chat.record_reply(ChatReply(text, ok=True, prepared=prepared), [(str(message.id), text)])
-        return prepared

@@ -51,7 +51,6 @@ class ChatCog(PersonaeCog):
             bot,
             runtime.chat,
             self.answerer,
-            runtime.awaited,
             tasks,
             reply_minutes=settings.missed_reply_minutes,
         )
@@ -94,7 +93,7 @@ class ChatCog(PersonaeCog):
         """Stored before the notice, as refused: a catch-up after a restart or a resume passes it over
         instead of answering it late, and it never becomes a memory (memory.chat.refused)."""
         try:
-            await self.chat.missed.refuse(self.answerer.request_of(message, route))
+            await self.chat.refuse(self.answerer.request_of(message, route))
         except Exception:  # the notice goes out all the same; the next catch-up may read it back
             log.exception("Storing refused message %s failed", message.id)
 

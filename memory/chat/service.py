@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import aclosing, nullcontext
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.chat.after_reply import AfterReplyReport, AfterReplyWork
+from memory.chat.catching_up import MissedFiling
+from memory.chat.generating import generate_reply
 from memory.chat.missed import MissedMessageLog, MissedPlace, deserves_answer
 from memory.chat.prompt import BuiltContext, ContextBudget
 from memory.chat.regenerate import NotLatestReplyError, ReplyRegenerator
@@ -35,8 +37,6 @@ from memory.chat.turns import (
     ChatTurn,
     PreparedReply,
     ReplyDelivery,
-    cap_reply,
-    clean_reply,
     count_with,
     reply_messages,
 )
@@ -52,7 +52,7 @@ from memory.errors import InvalidInputError
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.pending import AwaitedReplies
 from memory.formation.reset import reset_conversation as reset_stored_conversation
-from memory.llm import LLMClient, LLMConfigError, LLMUnavailableError
+from memory.llm import LLMClient
 from memory.owners.model_configs import ModelConfigResolver
 from memory.types import MessageRole
 from models import Personality
@@ -115,8 +115,8 @@ class ChatService:
         self._llm = llm
         self._memory = memory
         self._rolling = rolling
-        self.models = models
-        self.routing = RoutingDirectory(sessionmaker)
+        self._models = models
+        self._routing = RoutingDirectory(sessionmaker)
         self.context_share = context_share
         self.memory_context_share = memory_context_share
         self.persona_context_share = persona_context_share
@@ -127,16 +127,57 @@ class ChatService:
         self._after_reply = AfterReplyWork(sessionmaker, models=models, memory=memory, rolling=rolling)
         # Messages being answered: formation leaves them for their own reply (see AwaitedReplies).
         self._awaited = awaited
-        self.regenerator = ReplyRegenerator(sessionmaker, memory=memory)
-        self.missed = MissedMessageLog(sessionmaker)
+        self._regenerator = ReplyRegenerator(sessionmaker, memory=memory)
+        self._missed = MissedMessageLog(sessionmaker)
 
     async def route(
         self, text: str, *, channel_ids: Sequence[str], reply_to_message_id: str | None = None
     ) -> Route | None:
         """Which personality this message addresses, or None (see memory.chat.routing)."""
-        return await self.routing.route(
+        return await self._routing.route(
             text, channel_ids=channel_ids, reply_to_message_id=reply_to_message_id
         )
+
+    # ------------------------------------------------------------------------ routing, catching up
+
+    async def addressees(self) -> list[Addressee]:
+        """Every personality a message can address, with the names it answers to."""
+        return await self._routing.addressees()
+
+    def invalidate_routing(self) -> None:
+        """Read the personalities again on the next route (one was created, renamed or deleted)."""
+        self._routing.invalidate()
+
+    async def refuse(self, request: ChatRequest) -> bool:
+        """Store a message refused live (the flood limit) as refused (memory.chat.missed)."""
+        return await self._missed.refuse(request)
+
+    async def places_to_read(
+        self, guild_channels: Mapping[str, Collection[str]] | None = None
+    ) -> list[MissedPlace]:
+        """Where to read back what was said while away, and from which message on (memory.chat.missed)."""
+        return await self._missed.places_to_read(guild_channels)
+
+    async def remembered_places(self, message_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(channel id, message id) of these remembered user messages, wherever they were said."""
+        return await self._missed.remembered_places(message_ids)
+
+    @asynccontextmanager
+    async def catching_up(self, channel_id: str) -> AsyncIterator[MissedFiling]:
+        """File what is read back from one place's history (memory.chat.catching_up), held from
+        formation until the block ends; then `filing.form()` forms what was filed."""
+        filing = MissedFiling(
+            channel_id,
+            missed=self._missed,
+            awaited=self._awaited,
+            store=self._store,
+            record=self._record_reply,
+            after_reply=self.after_reply,
+        )
+        try:
+            yield filing
+        finally:
+            filing.release()
 
     # ------------------------------------------------------------------------ the turn
 
@@ -146,14 +187,16 @@ class ChatService:
         nothing more; the message then joins its author's next answered exchange. With
         `request.replaces`, the answer takes the place of that reply (memory.chat.regenerate)."""
         again = request.replaces
-        guard = self.regenerator.answering_again(request) if again else nullcontext()
+        guard = self._regenerator.answering_again(request) if again else nullcontext()
         # Held from before it is stored until its reply is recorded, or the turn ends any other way.
         with guard, self._awaited.holding([request.message_id]):
             prepared = await self._prepare(request)
             async with delivery.writing():
-                reply = await self._generate(prepared, delivery.on_text)
+                reply = await generate_reply(
+                    self._llm, prepared, delivery.on_text, max_chars=self.reply_max_chars
+                )
             if reply.ok and again:  # a newer reply may have come in while the model wrote
-                await self.regenerator.check(
+                await self._regenerator.check(
                     conversation_id=prepared.conversation_id,
                     message_id=request.message_id,
                     user_id=request.user_id,
@@ -162,9 +205,9 @@ class ChatService:
             if not reply.ok or not parts:
                 return ChatTurn(reply)
             if again:
-                await self.regenerator.replace(prepared, parts)
+                await self._regenerator.replace(prepared, parts)
             else:
-                await self.record_reply(reply, parts)
+                await self._record_reply(reply, parts)
             if prepared.memories or again:  # a new answer's receipt replaces the old one's
                 await self._record_receipt(prepared)
         await delivery.recorded()
@@ -178,7 +221,7 @@ class ChatService:
     async def request_again(self, *, conversation_id: int, message_id: str, user_id: str) -> ChatRequest:
         """The message as a request to answer again in place of its reply (🔄), for `answer`; refused
         with a UserFacingError when `user_id` may not (NotLatestReplyError: a newer reply exists)."""
-        return await self.regenerator.request_again(
+        return await self._regenerator.request_again(
             conversation_id=conversation_id, message_id=message_id, user_id=user_id
         )
 
@@ -221,7 +264,7 @@ class ChatService:
         # Recall (query embedding + search) needs nothing stored: it runs beside the storing.
         recall = self._start_recall(request)
         try:
-            prepared = await self.store_user_message(request)
+            prepared = await self._store(request)
             if prepared.cfg is not None:
                 prepared.context = await self._build_prompt(prepared, recall)
                 recall = None
@@ -230,7 +273,7 @@ class ChatService:
             if recall is not None:
                 recall.cancel()
 
-    async def store_user_message(self, request: ChatRequest) -> PreparedReply:
+    async def _store(self, request: ChatRequest) -> PreparedReply:
         """Put the message in its conversation's log (once, by its id), counted with the chat model."""
         async with self._sessionmaker.begin() as session:
             return await self._store_user_message(session, request)
@@ -241,7 +284,7 @@ class ChatService:
         personality = await _with_chat_model(session, request.personality_id)
         if personality is None:
             raise InvalidInputError(f"No personality with id {request.personality_id}.")
-        cfg = self.models.chat(personality)
+        cfg = self._models.chat(personality)
         conversation_id = await ensure_conversation(session, personality.id, venue)
         message = LoggedMessage(
             external_id=request.message_id,
@@ -296,43 +339,7 @@ class ChatService:
             self._sessionmaker, prepared, recall, budget=budget, lore_scan_depth=self.lore_scan_depth
         )
 
-    # ------------------------------------------------------------------------ the reply
-
-    async def _stream(self, prepared: PreparedReply) -> AsyncGenerator[str, None]:
-        """The reply text in pieces as the model writes it; raises ChatModelMissingError."""
-        if prepared.cfg is None or prepared.context is None:
-            raise ChatModelMissingError(NO_CHAT_MODEL)
-        async for piece in self._llm.stream(prepared.cfg, prepared.messages_to_answer):
-            yield piece
-
-    async def _generate(self, prepared: PreparedReply, on_text: Callable[[str], bool | None]) -> ChatReply:
-        """The whole reply, or a short neutral notice when the model fails (the user message stays)."""
-        if prepared.cfg is None:
-            return ChatReply(NO_CHAT_MODEL, ok=False, prepared=prepared, error="no chat model")
-        pieces: list[str] = []
-        size = 0
-        try:
-            async with aclosing(self._stream(prepared)) as stream:
-                async for piece in stream:
-                    if on_text(piece) is False:  # the reader stopped the reply here (a terminal's Ctrl-C)
-                        break
-                    pieces.append(piece)
-                    if (size := size + len(piece)) > self.reply_max_chars:
-                        break  # a model ignoring max_tokens: the rest would be cut anyway
-        except LLMUnavailableError as exc:
-            log.warning("Chat model failed for %s: %s", prepared.personality.name, exc)
-            # Cut partway (a deadline, a dropped stream): a half answer is not posted as a whole one.
-            notice = CUT_REPLY if pieces else UNAVAILABLE_REPLY
-            return ChatReply(notice, ok=False, prepared=prepared, error=str(exc))
-        except LLMConfigError as exc:
-            log.error("Chat model misconfigured for %s: %s", prepared.personality.name, exc)
-            return ChatReply(MISCONFIGURED_REPLY, ok=False, prepared=prepared, error=str(exc))
-        text = cap_reply(clean_reply("".join(pieces)), self.reply_max_chars)
-        if not text:
-            return ChatReply(UNAVAILABLE_REPLY, ok=False, prepared=prepared, error="empty reply")
-        return ChatReply(text, ok=True, prepared=prepared)
-
-    async def record_reply(self, reply: ChatReply, parts: Sequence[tuple[str, str]]) -> int:
+    async def _record_reply(self, reply: ChatReply, parts: Sequence[tuple[str, str]]) -> int:
         """Store the sent reply: one assistant message per (external id, text) part; returns how many new.
         Each part records the message it answers: memories follow that link, whatever order replies end in.
         """

@@ -30,18 +30,19 @@ async def stored_before(
 ) -> SentMessage:
     """A message the bot stored before it went away (and the channel's history holds)."""
     message = discord.said_while_away(text, user=user, channel=channel, ago=timedelta(hours=3))
-    await runtime.chat.store_user_message(
-        ChatRequest(
-            personality_id=personality.id,
-            user_id=str(user),
-            user_name=f"user{user}",
-            guild_id=str(GUILD),
-            channel_id=str(channel),
-            message_id=str(message.id),
-            text=text,
-            created_at=message.created_at,
+    async with runtime.chat.catching_up(str(channel)) as filing:
+        await filing.message(
+            ChatRequest(
+                personality_id=personality.id,
+                user_id=str(user),
+                user_name=f"user{user}",
+                guild_id=str(GUILD),
+                channel_id=str(channel),
+                message_id=str(message.id),
+                text=text,
+                created_at=message.created_at,
+            )
         )
-    )
     return message
 
 

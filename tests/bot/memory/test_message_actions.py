@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 
 from bot.client import CommandPublisher, sync_command_tree
 from bot.runtime import Runtime
-from memory.chat.service import ChatReply, ChatRequest
+from memory.chat.service import ChatRequest
 from models import Memory, Message, Personality
 from testkit.fake_discord import CHANNEL, GUILD, TOKEN, FakeDiscord, SentMessage
 
@@ -42,13 +42,13 @@ class Chat:
             message_id=str(said.id),
             text=text,
         )
-        prepared = await self.runtime.chat.store_user_message(request)
-        if not answered:
-            return said, None
-        text = f"Sage's answer to: {text}"
-        answer = discord.sent_while_away(text, channel=said.channel_id, name="Sage", webhook=SAGE_WEBHOOK)
-        reply = ChatReply(text, ok=True, prepared=prepared)
-        await self.runtime.chat.record_reply(reply, [(str(answer.id), text)])
+        async with self.runtime.chat.catching_up(str(said.channel_id)) as filing:
+            await filing.message(request)
+            if not answered:
+                return said, None
+            text = f"Sage's answer to: {text}"
+            answer = discord.sent_while_away(text, channel=said.channel_id, name="Sage", webhook=SAGE_WEBHOOK)
+            await filing.reply(self.sage.id, str(answer.id), text)
         return said, answer
 
 

@@ -261,7 +261,7 @@ async def test_recall_runs_beside_the_storing_of_the_message(
         runtime, chat_request(lilith.id, "My favourite tea is lapsang souchong.", channel_id="599"), "t1"
     )
     events: list[str] = []
-    store, recall = runtime.chat.store_user_message, runtime.memory.recall
+    store, recall = runtime.chat._store, runtime.memory.recall
 
     async def storing(req: ChatRequest) -> PreparedReply:
         events.append("store started")
@@ -274,7 +274,7 @@ async def test_recall_runs_beside_the_storing_of_the_message(
         events.append("recall started")
         return await recall(**kwargs)
 
-    monkeypatch.setattr(runtime.chat, "store_user_message", storing)
+    monkeypatch.setattr(runtime.chat, "_store", storing)
     monkeypatch.setattr(runtime.memory, "recall", recalling)
     await answer(runtime, chat_request(lilith.id, "Which tea do I like?"))
     # The production path: recall (embedding, search) overlaps the database work, on the pool.
