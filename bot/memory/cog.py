@@ -9,14 +9,16 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.events import RECEIPT_EVENT
 from bot.interactions import Interaction, user_id_of, venue_of
 from bot.memory import texts
 from bot.memory.browse import BrowseCommands, SearchQuery
 from bot.memory.incognito import IncognitoCommands
-from bot.memory.receipt import RECEIPT_EVENT, ReceiptButton, show_receipt
+from bot.memory.receipt import show_receipt
 from bot.memory.status import StatusCommands, confirm_forget, id_of
-from bot.memory.whole import memory_message
+from bot.reply_buttons import ReceiptButton
 from bot.slash_commands import command
+from bot.whole_memory import memory_message
 from memory.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
