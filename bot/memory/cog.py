@@ -68,10 +68,11 @@ class MemoryCog(
         await interaction.response.defer(ephemeral=True, thinking=True)
         p = await self._personality(personality)
         # The user's own search covers every venue; the reply is private.
-        found = await self.runtime.memory.search(
-            user_id=user_id_of(interaction), query=query, personality_id=id_of(p), limit=SEARCH_LIMIT
-        )
-        await interaction.followup.send(texts.search_results(query, found), ephemeral=True)
+        uid = user_id_of(interaction)
+        memory = self.runtime.memory
+        found = await memory.search(user_id=uid, query=query, personality_id=id_of(p), limit=SEARCH_LIMIT)
+        short = await memory.short_ids(user_id=uid, ids=[m.id for m in found])
+        await interaction.followup.send(texts.search_results(query, found, short), ephemeral=True)
 
     @command(
         "forget",
