@@ -17,9 +17,10 @@ from discord.ext import commands
 from bot.chat.answering import FAILURE_NOTICE, MessageAnswerer
 from bot.chat.catch_up import MissedMessages, PendingMemories
 from bot.chat.flood import FloodControl, flood_notice
-from bot.chat.greeting import GREETING_EVENT, ChannelGreeter
+from bot.chat.greeting import ChannelGreeter
 from bot.chat.regenerate import REGENERATE_EVENT, RegenerateButton, answer_again
 from bot.chat.senders import ReplySenders, send_notice
+from bot.events import GREETING_EVENT
 from bot.reactions import RememberedReaction
 from bot.slash_commands import PersonaeCog
 from memory.chat.service import Route

@@ -1,7 +1,8 @@
 """A character's greeting posted where a conversation with it begins: in a channel it was just activated
-in (`/personality activate` dispatches GREETING_EVENT, the chat cog posts it), and in a first DM before
-its first answer. The greeting is stored first (memory.owners.greetings), so it is in the model's
-context and never posted twice; it goes out through the same senders as replies, pinging nobody."""
+in (`/personality activate` dispatches bot.events.GREETING_EVENT, the chat cog posts it), and in a
+first DM before its first answer. The greeting is stored first (memory.owners.greetings), so it is in
+the model's context and never posted twice; it goes out through the same senders as replies, pinging
+nobody."""
 
 from __future__ import annotations
 
@@ -13,9 +14,6 @@ from bot.chat.senders import ReplySenders
 from memory.owners.greetings import Greetings
 
 log = logging.getLogger(__name__)
-
-# bot.dispatch(GREETING_EVENT, channel, guild_id, personality_id, user): greet `user` there if it is new.
-GREETING_EVENT = "personality_greeting"
 
 
 class ChannelGreeter:

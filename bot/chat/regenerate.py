@@ -12,8 +12,8 @@ from typing import Any
 import discord
 
 from bot.chat.senders import ReplySender, ReplySenders, sent_parts
-from bot.memory.receipt import add_receipt
 from bot.reactions import RememberedReaction
+from bot.reply_buttons import add_receipt
 from memory.chat.service import ChatReply, ChatService, NotLatestReplyError, PreparedReply, ReplyDelivery
 from memory.errors import UserFacingError
 

@@ -201,7 +201,7 @@ async def cmd_memory_search(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_memory_show(args: argparse.Namespace, runtime: Runtime) -> None:
-    from bot.memory.whole import memory_lines
+    from bot.whole_memory import memory_lines
 
     user, _ = await _scope(runtime, args)
     whole = await runtime.memory.whole(user_id=user, memory_id=await _memory_id(runtime, user, args.id))

@@ -56,12 +56,14 @@ class BrowseListing:
             self.matches.remove(memory_id)
 
 
-def memory_line(number: int, m: BrowsedMemory, room: int, note: str = "") -> str:
-    """A memory as the page shows it, within `room` characters (its text cut to fit)."""
+def memory_line(number: int, m: BrowsedMemory, room: int, note: str = "", shown_id: str | None = None) -> str:
+    """A memory as the page shows it, within `room` characters (its text cut to fit), named by
+    `shown_id` (its short id, as /memory show takes it) or else its whole id."""
     marks = "".join((" 📌 pinned" if m.pinned else "", " ✏️ edited" if m.edited else ""))
     marks += f" · 🚫 {m.superseded.describe()}" if m.superseded else ""
     noted = f" · {note}" if note else ""
-    header = f"**{number}.** {m.personality_name} · {m.occurred_at:%Y-%m-%d}{noted}{marks} · `{m.id}`"
+    named = shown_id or m.id
+    header = f"**{number}.** {m.personality_name} · {m.occurred_at:%Y-%m-%d}{noted}{marks} · `{named}`"
     return f"{header}\n> {excerpt(m.content, max(MIN_SHOWN_CHARS, min(SHOWN_CHARS, room - len(header) - 3)))}"
 
 
@@ -75,6 +77,7 @@ class BrowseView(discord.ui.View):
         self.owner_id = owner_id
         self.offset = 0
         self.memories: list[BrowsedMemory] = []
+        self.short_ids: dict[uuid.UUID, str] = {}  # the page's ids as the CLI lists them, unique prefixes
         self.total = 0
         self.selected: uuid.UUID | None = None
         self.confirming = False
@@ -99,6 +102,9 @@ class BrowseView(discord.ui.View):
             self.memories, self.total = await self.listing.page(self.offset)
         if self.chosen is None:
             self.selected, self.confirming = None, False
+        self.short_ids = await self.listing.memory.short_ids(
+            user_id=self.listing.user_id, ids=[m.id for m in self.memories]
+        )
         self.made = await self._how_made(self.chosen)
         self._build()
 
@@ -129,13 +135,13 @@ class BrowseView(discord.ui.View):
             tail.insert(0, f"Forget memory **{number}**? This cannot be undone.")
         elif self.made:
             number = self.memories.index(chosen) + self.offset + 1
-            whole = f"`/memory show memory:{str(chosen.id)[:8]}` shows it whole."
+            whole = f"`/memory show memory:{self.short_ids.get(chosen.id, chosen.id)}` shows it whole."
             tail.insert(0, f"Memory **{number}**, {self.made}. {whole}")
         # The memories share what the title and the tail leave of Discord's limit.
         room = (DISCORD_LIMIT - len("\n".join([title, *tail]))) // len(self.memories) - 1
         notes = self.listing.notes
         shown = [
-            memory_line(self.offset + i + 1, m, room, notes.get(m.id, ""))
+            memory_line(self.offset + i + 1, m, room, notes.get(m.id, ""), self.short_ids.get(m.id))
             for i, m in enumerate(self.memories)
         ]
         return "\n".join([title, *shown, *tail])[:DISCORD_LIMIT]

@@ -9,14 +9,16 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.events import RECEIPT_EVENT
 from bot.interactions import Interaction, user_id_of, venue_of
 from bot.memory import texts
 from bot.memory.browse import BrowseCommands, SearchQuery
 from bot.memory.incognito import IncognitoCommands
-from bot.memory.receipt import RECEIPT_EVENT, ReceiptButton, show_receipt
+from bot.memory.receipt import show_receipt
 from bot.memory.status import StatusCommands, confirm_forget, id_of
-from bot.memory.whole import memory_message
+from bot.reply_buttons import ReceiptButton
 from bot.slash_commands import command
+from bot.whole_memory import memory_message
 from memory.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -66,10 +68,11 @@ class MemoryCog(
         await interaction.response.defer(ephemeral=True, thinking=True)
         p = await self._personality(personality)
         # The user's own search covers every venue; the reply is private.
-        found = await self.runtime.memory.search(
-            user_id=user_id_of(interaction), query=query, personality_id=id_of(p), limit=SEARCH_LIMIT
-        )
-        await interaction.followup.send(texts.search_results(query, found), ephemeral=True)
+        uid = user_id_of(interaction)
+        memory = self.runtime.memory
+        found = await memory.search(user_id=uid, query=query, personality_id=id_of(p), limit=SEARCH_LIMIT)
+        short = await memory.short_ids(user_id=uid, ids=[m.id for m in found])
+        await interaction.followup.send(texts.search_results(query, found, short), ephemeral=True)
 
     @command(
         "forget",

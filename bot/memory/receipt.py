@@ -1,12 +1,10 @@
-"""The 🧠 on a reply that used long-term memories: its receipt. A `DynamicItem` (it survives restarts)
-whose custom id names the conversation and the message the reply answers; a press shows the user who
-was answered, privately, the memories recorded with that reply (what the model saw, not a new search),
-each with its date and why it was chosen, to pin, correct (Wrong…) or forget as /memory browse does.
-Anyone else is refused."""
+"""The 🧠 on a reply that used long-term memories: its receipt. Its button (bot.reply_buttons) is on the
+reply the chat sent; a press shows the user who was answered, privately, the memories recorded with
+that reply (what the model saw, not a new search), each with its date and why it was chosen, to pin,
+correct (Wrong…) or forget as /memory browse does. Anyone else is refused."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -17,46 +15,12 @@ from bot.memory.browse_view import BrowseListing, BrowseView
 if TYPE_CHECKING:
     from memory.service import MemoryService, ReplyReceipt
 
-TEMPLATE = r"personae:receipt:(?P<conversation>[0-9]+):(?P<message>[0-9]+)"
-# The event a press dispatches (listeners are `on_` + this), answered by the memory cog.
-RECEIPT_EVENT = "receipt_pressed"
 WHY = {"pinned": "pinned, about your message", "rank": "match #{rank}", "context": "said around #{rank}"}
 
 
 def why_chosen(reason: str, rank: int) -> str:
     """Why a memory went into a reply, in a few words (its receipt's reason and rank)."""
     return WHY[reason].format(rank=rank)
-
-
-class ReceiptButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=re.compile(TEMPLATE)):
-    """🧠 N beside 🔄: the memories of the reply to the message (conversation, message id)."""
-
-    def __init__(self, conversation_id: int, message_id: str, count: int = 0) -> None:
-        self.conversation_id = conversation_id
-        self.message_id = message_id
-        super().__init__(
-            discord.ui.Button(
-                style=discord.ButtonStyle.secondary,
-                emoji="🧠",
-                label=str(count) if count else None,
-                custom_id=f"personae:receipt:{conversation_id}:{message_id}",
-            )
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
-    ) -> ReceiptButton:
-        return cls(int(match["conversation"]), match["message"])
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        interaction.client.dispatch(RECEIPT_EVENT, interaction, self.conversation_id, self.message_id)
-
-
-def add_receipt(view: discord.ui.View, conversation_id: int, message_id: str, count: int) -> None:
-    """Put the 🧠 of a reply that used `count` memories on its view; none used, no button."""
-    if count and message_id.isdigit():  # a Discord message: its id fits the button
-        view.add_item(ReceiptButton(conversation_id, message_id, count))
 
 
 def receipt_listing(memory: MemoryService, user_id: str, receipt: ReplyReceipt) -> BrowseListing:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bot.messages import DISCORD_LIMIT
 from bot.texts import excerpt, storage_lines, who
 
 if TYPE_CHECKING:
+    import uuid
+
     from memory.owners.incognito import IncognitoSpan
     from memory.service import BrowsedMemory, MemoryStats, MemoryStatus
     from models import Persona, Personality, UserSettings
@@ -137,12 +139,14 @@ def settings_saved(p: Personality | None, row: UserSettings) -> str:
     )
 
 
-def search_results(query: str, found: Sequence[BrowsedMemory]) -> str:
+def search_results(query: str, found: Sequence[BrowsedMemory], short_ids: Mapping[uuid.UUID, str]) -> str:
+    """The hits, each named by its short id (a unique prefix, as the CLI lists it and /memory show takes)."""
     if not found:
         return "No memories match that."
     lines = [f"Your memories matching “{excerpt(query, 60)}”:"]
     for m in found:
-        lines.append(f"`{m.id}` {m.occurred_at:%Y-%m-%d}, {m.personality_name}: {excerpt(m.content)}")
+        named = short_ids.get(m.id, m.id)
+        lines.append(f"`{named}` {m.occurred_at:%Y-%m-%d}, {m.personality_name}: {excerpt(m.content)}")
     lines.append(
         "See one whole with `/memory show memory:<id>`, forget one with `/memory forget memory:<id>`."
     )

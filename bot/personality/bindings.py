@@ -1,11 +1,12 @@
 """Which channels a personality answers every message in: /personality activate and deactivate. A
-personality activated where no conversation with it has begun greets the channel (bot.chat.greeting)."""
+personality activated where no conversation with it has begun greets the channel (it dispatches
+GREETING_EVENT; bot.chat.greeting answers it)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.chat.greeting import GREETING_EVENT
+from bot.events import GREETING_EVENT
 from bot.interactions import Interaction, reply_privately, user_id_of
 from bot.slash_commands import PersonaeCog, command
 from memory.errors import UserFacingError

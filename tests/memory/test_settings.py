@@ -1,6 +1,6 @@
 """The domain's settings: read only when asked, and every bad value reported in one line naming its
 variable. (The bot's own settings, and the command line's report of a bad one, are tested in tests/bot
-and tests/test_cli.py.)"""
+and tests/test_cli_errors.py.)"""
 
 from __future__ import annotations
 

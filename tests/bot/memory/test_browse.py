@@ -3,7 +3,6 @@ modal) and Forget on the memory picked, with the real memory service behind them
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -15,6 +14,7 @@ from memory.recall.keywords import encode_sparse_query
 from memory.types import RecallFilter
 from models import Memory, Personality
 from testkit.fake_discord import FakeDiscord, SentMessage
+from tests.bot.memory.pages import shown_ids
 from tests.bot.seeding import EXCHANGES, seed_memories
 
 ALICE = 201
@@ -52,10 +52,6 @@ async def keyword_hits(runtime: Runtime, sage: Personality, words: str) -> list[
         limit=10,
     )
     return [hit.id for hit in found.keyword]
-
-
-def shown_ids(message: SentMessage) -> list[str]:
-    return re.findall(r"· `([0-9a-f-]{36})`", message.content)
 
 
 def button(message: SentMessage, label: str) -> dict[str, Any]:
@@ -116,7 +112,7 @@ async def test_pin_edit_and_forget_from_browse(
     assert not button(page, "Pin").get("disabled")
     await fake_discord.click(page, "Pin", user=ALICE)
     assert (await alice_memories(runtime))[dog_id].pinned
-    assert f"**{position}.** Sage · 2024-03-10 📌 pinned · `{dog_id}`" in page.content
+    assert f"**{position}.** Sage · 2024-03-10 📌 pinned · `{dog_id[:8]}" in page.content
     assert "Pinned: recalled ahead" in page.content
     await fake_discord.click(page, "Unpin", user=ALICE)
     assert not (await alice_memories(runtime))[dog_id].pinned

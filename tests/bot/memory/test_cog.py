@@ -13,6 +13,7 @@ from memory.conversations import Venue, find_conversation
 from memory.formation.importer import parse_transcript
 from models import Conversation, Memory, Personality, Summary, UserSettings
 from testkit.fake_discord import FakeDiscord
+from tests.bot.memory.pages import whole_ids
 from tests.bot.seeding import seed_memories
 
 ALICE = 201
@@ -111,7 +112,7 @@ async def test_search_returns_own_memories_with_ids(
     ids = {str(m.id) for m in await live_memories(runtime, ALICE)}
     assert "Biscuit" in found.text
     assert "Rex" not in found.text
-    assert any(f"`{i}`" in found.text for i in ids)
+    assert any(f"`{i[:8]}" in found.text for i in ids)
     assert "2024-03-10" in found.text
     everywhere = await fake_discord.command("memory search", user=ALICE, query="Lisbon job")
     assert "Lisbon" in everywhere.text and "Sage" in everywhere.text
@@ -263,6 +264,6 @@ async def test_each_search_hit_shows_its_own_words_beside_its_id(
     shown = [line for line in found.text.splitlines() if line.startswith("`")]
     assert shown and "Biscuit" in shown[0]
     for line in shown:
-        memory_id = line[1 : line.index("`", 1)]
+        [memory_id] = whole_ids([line[1 : line.index("`", 1)]], own)
         words = line.split(": ", 1)[1].rstrip("…").strip()
         assert own[memory_id].startswith(words[:20]), (line, own[memory_id])

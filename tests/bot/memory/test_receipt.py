@@ -3,7 +3,6 @@ shipped bot, the real services, PostgreSQL, Qdrant Edge and the chat LLM over HT
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -14,6 +13,7 @@ from memory.recall.receipts import NOT_YOURS
 from models import Memory, Personality
 from testkit.fake_discord import CHANNEL, GUILD, FakeDiscord, Invocation, SentMessage
 from testkit.llm_server import LLMTestServer
+from tests.bot.memory.pages import shown_ids
 from tests.bot.seeding import seed_memories
 from tests.bot.state import StartBot
 from tests.memory.chat.turns import chat_requests
@@ -42,10 +42,6 @@ async def live(runtime: Runtime, user: int = ALICE) -> dict[str, Memory]:
             select(Memory).where(Memory.user_id == str(user), Memory.state != "deleted")
         )
         return {str(m.id): m for m in rows.all()}
-
-
-def shown_ids(message: SentMessage) -> list[str]:
-    return re.findall(r"· `([0-9a-f-]{36})`", message.content)
 
 
 def brain(message: SentMessage) -> dict[str, Any] | None:

@@ -7,7 +7,8 @@ from bot.runtime import Runtime
 from models import Personality
 from testkit.fake_discord import CHANNEL, FakeDiscord, SentMessage
 from testkit.llm_server import LLMTestServer
-from tests.bot.memory.test_receipt import ALICE, open_receipt, seed, shown_ids
+from tests.bot.memory.pages import shown_ids
+from tests.bot.memory.test_receipt import ALICE, open_receipt, seed
 
 ACTIONS = ("pin", "edit", "forget")  # the custom ids' last part of the actions on the picked memory
 

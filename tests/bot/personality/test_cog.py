@@ -1,43 +1,20 @@
-"""/personality through the real command tree: real interactions, real services, captured HTTP."""
+"""/personality through the real command tree: creating, showing, editing, deleting and activating a
+personality, and who may; real interactions, real services, captured HTTP."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import discord
 import pytest
 from discord import app_commands
 from sqlalchemy import select
 
 from bot.runtime import Runtime
-from memory.owners.personality_fields import MAX_PROMPT_LENGTH, MAX_SUMMARIZER_PROMPT_LENGTH
-from models import ChannelBinding, LLMConfig, Memory, Personality, SystemPrompt
-from testkit.fake_discord import FakeDiscord, Invocation
+from memory.owners.personality_fields import MAX_PROMPT_LENGTH
+from models import ChannelBinding, Memory
+from testkit.fake_discord import FakeDiscord
+from tests.bot.personality.commands import ADMIN, GUILD, MANAGE_CHANNELS, OTHER, OWNER, create, stored
 from tests.bot.seeding import seed_memories
-
-MANAGE_CHANNELS = discord.Permissions(manage_channels=True).value
-OWNER = 101
-OTHER = 102
-ADMIN = 900
-GUILD = 300
-
-
-async def create(
-    fake_discord: FakeDiscord, name: str = "Lilith", user: int = OWNER, **extra: Any
-) -> Invocation:
-    return await fake_discord.command(
-        "personality create",
-        user=user,
-        name=name,
-        display_name=extra.pop("display_name", name),
-        prompt=extra.pop("prompt", f"You are {name}."),
-        **extra,
-    )
-
-
-async def stored(runtime: Runtime, name: str) -> Personality | None:
-    async with runtime.sessionmaker() as session:
-        return await session.scalar(select(Personality).where(Personality.name == name))
 
 
 async def test_create_then_info_list_edit(fake_discord: FakeDiscord, runtime: Runtime) -> None:
@@ -197,100 +174,6 @@ async def test_delete_cancelled_keeps_it(fake_discord: FakeDiscord, runtime: Run
     assert await stored(runtime, "lilith") is not None
 
 
-async def test_memory_summarization_explains_the_change(fake_discord: FakeDiscord, runtime: Runtime) -> None:
-    await create(fake_discord, "Lilith")
-    on = await fake_discord.command(
-        "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="hybrid"
-    )
-    assert "now stores new memories hybrid" in on.text
-    assert "Existing memories stay as they are until you run `/personality resummarize`" in on.text
-    row = await stored(runtime, "lilith")
-    assert row is not None and row.memory_mode == "hybrid"
-    off = await fake_discord.command(
-        "personality memory", user=OWNER, personality="lilith", summarization="disabled"
-    )
-    assert "verbatim" in off.text
-    row = await stored(runtime, "lilith")
-    assert row is not None and row.memory_mode == "verbatim"
-    bad = await fake_discord.command(
-        "personality memory", user=OWNER, personality="lilith", summarization="enabled", mode="sometimes"
-    )
-    assert bad.reply.ephemeral
-    row = await stored(runtime, "lilith")
-    assert row is not None and row.memory_mode == "verbatim"
-
-
-async def test_summarizer_model_by_config_allow_list_or_refusal(
-    fake_discord: FakeDiscord, runtime: Runtime
-) -> None:
-    await create(fake_discord, "Lilith")
-    config = await runtime.llm_configs.add(
-        "cheap", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key_env="CHEAP_KEY"
-    )
-    by_config = await fake_discord.command(
-        "personality summarizer-model", user=OWNER, personality="lilith", model="cheap"
-    )
-    assert "config `cheap`" in by_config.text
-    row = await stored(runtime, "lilith")
-    assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (config.id, None)
-
-    by_string = await fake_discord.command(
-        "personality summarizer-model", user=OWNER, personality="lilith", model="ollama/llama3.1"
-    )
-    assert "`ollama/llama3.1`" in by_string.text
-    row = await stored(runtime, "lilith")
-    assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (
-        None,
-        "ollama/llama3.1",
-    )
-
-    refused = await fake_discord.command(
-        "personality summarizer-model", user=OWNER, personality="lilith", model="anthropic/claude-3-haiku"
-    )
-    assert "config cheap" in refused.text and "model ollama/*" in refused.text
-    unknown = await fake_discord.command(
-        "personality summarizer-model", user=OWNER, personality="lilith", model="madeup/model"
-    )
-    assert "Unknown LLM provider" in unknown.text
-    row = await stored(runtime, "lilith")
-    assert row is not None and row.summarizer_model == "ollama/llama3.1"
-
-    reset = await fake_discord.command(
-        "personality summarizer-model", user=OWNER, personality="lilith", model="default"
-    )
-    assert "the bot's default" in reset.text
-    row = await stored(runtime, "lilith")
-    assert row is not None and (row.summarizer_llm_config_id, row.summarizer_model) == (None, None)
-    async with runtime.sessionmaker() as session:
-        assert await session.scalar(select(LLMConfig.name)) == "cheap"
-
-
-async def test_summarizer_prompt_modal_saves_and_resets(fake_discord: FakeDiscord, runtime: Runtime) -> None:
-    await create(fake_discord, "Lilith")
-    opened = await fake_discord.command("personality summarizer-prompt", user=OWNER, personality="lilith")
-    modal = opened.modal
-    text_input = modal["components"][0]["components"][0]
-    assert text_input.get("value") in (None, "")
-    saved = await fake_discord.submit_modal(modal, {text_input["custom_id"]: "Keep the jokes."}, user=OWNER)
-    assert saved.reply.ephemeral and "Saved **Lilith**'s summarizer prompt" in saved.text
-    async with runtime.sessionmaker() as session:
-        prompt = await session.scalar(select(SystemPrompt))
-    assert prompt is not None and (prompt.prompt_type, prompt.content) == ("summarizer", "Keep the jokes.")
-
-    reopened = await fake_discord.command("personality summarizer-prompt", user=OWNER, personality="lilith")
-    assert reopened.modal["components"][0]["components"][0]["value"] == "Keep the jokes."
-    too_long = await fake_discord.submit_modal(
-        reopened.modal, {text_input["custom_id"]: "y" * (MAX_SUMMARIZER_PROMPT_LENGTH + 1)}, user=OWNER
-    )
-    assert "limit is 4000" in too_long.text
-    cleared = await fake_discord.submit_modal(reopened.modal, {text_input["custom_id"]: "  "}, user=OWNER)
-    assert "default summarizer prompt again" in cleared.text
-    async with runtime.sessionmaker() as session:
-        assert await session.scalar(select(SystemPrompt)) is None
-        row = await session.scalar(select(Personality))
-    assert row is not None and row.summarizer_prompt_id is None
-
-
 async def test_activate_needs_manage_channels_in_guilds(fake_discord: FakeDiscord, runtime: Runtime) -> None:
     await create(fake_discord, "Lilith")
     refused = await fake_discord.command(
@@ -344,27 +227,6 @@ async def test_any_user_chooses_a_personality_in_their_own_dm(
     assert await runtime.bindings.bound_personalities(["601"]) == []
 
 
-async def test_resummarize_runs_in_background_with_progress(
-    fake_discord: FakeDiscord, runtime: Runtime
-) -> None:
-    await create(fake_discord, "Sage")
-    sage = await stored(runtime, "sage")
-    assert sage is not None
-    assert await seed_memories(runtime, sage, "201") == 3
-    refused = await fake_discord.command("personality resummarize", user=OWNER, personality="sage")
-    assert "stores memories verbatim" in refused.text  # summarization must be on first
-    await fake_discord.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
-    run = await fake_discord.command("personality resummarize", user=OWNER, personality="sage")
-    reply = run.reply
-    assert reply.ephemeral
-    assert reply.edits >= 2  # "0 of 3", progress, then the result
-    assert "Re-summarized 3 of 3 memories of Sage" in reply.content
-    async with runtime.sessionmaker() as session:
-        memories = (await session.scalars(select(Memory).where(Memory.personality_id == sage.id))).all()
-    assert len(memories) == 3
-    assert all(m.summarized and m.mode == "summarized" for m in memories)
-
-
 async def test_the_prompt_limit_is_one_for_the_slash_options_and_the_service(
     fake_discord: FakeDiscord, runtime: Runtime
 ) -> None:
@@ -393,26 +255,3 @@ async def test_an_error_on_an_expired_interaction_is_logged_not_raised(
     reported = [r.getMessage() for r in caplog.records if "Could not report an error" in r.getMessage()]
     assert len(reported) == 2
     assert all("Unknown interaction" in message for message in reported)
-
-
-async def test_info_shows_storage_to_its_managers_only(fake_discord: FakeDiscord, runtime: Runtime) -> None:
-    await create(fake_discord, "Sage")
-    await fake_discord.command("personality memory", user=OWNER, personality="sage", summarization="enabled")
-    sage = await stored(runtime, "sage")
-    assert sage is not None
-    long_exchanges = (
-        (
-            "*flops onto the sofa* okay so honestly it has been such a long and tiring and strange week, "
-            "you would not believe how much running around there was, boxes everywhere, tape everywhere, "
-            "and in the middle of all of it my sister Margot finally moved to Lisbon!!! 😭😭",
-            "Oh, that sounds like a very long and very tiring week indeed, with all those boxes and all "
-            "that tape, but how lovely that Margot finally made it to Lisbon after all of that.",
-        ),
-    )
-    assert await seed_memories(runtime, sage, "201", exchanges=long_exchanges) == 1
-
-    owner = (await fake_discord.command("personality info", user=OWNER, personality="sage")).text
-    assert "Memories: 1" in owner and "Storage:" in owner
-    assert "Summaries:" not in owner  # the summarizer model made it: nothing fell back
-    other = (await fake_discord.command("personality info", user=OTHER, personality="sage")).text
-    assert "Storage:" not in other and "Summaries:" not in other

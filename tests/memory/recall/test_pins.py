@@ -21,7 +21,7 @@ from memory.types import ModelConfig
 from models import Memory, Message, Personality
 from testkit.llm_server import LLMTestServer
 from testkit.memory_service import add_chat, add_personality, keyword_hits, make_service, memories
-from tests.memory.test_service import FAITHFUL_SUMMARY, LONG_REPLY, LONG_USER, summary_responder
+from tests.memory.service.exchanges import FAITHFUL_SUMMARY, LONG_REPLY, LONG_USER, summary_responder
 
 GARDEN = (
     ("user", "My garden has tomatoes and basil this summer"),

@@ -1,5 +1,5 @@
 """The fusion of the two sides of a search, the context that comes with the best memories, and the
-dense query without the participants' names (more end-to-end recall in tests/memory/test_service.py)."""
+dense query without the participants' names (more end-to-end recall in tests/memory/service/)."""
 
 from __future__ import annotations
 
