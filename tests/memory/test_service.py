@@ -15,11 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.formation.summarizer import EXTRACTIVE
 from memory.llm import LLMClient
-from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
 from memory.recall.index import VectorIndex
 from memory.service import MemoryService
+from memory.transfer.export import MemoryExport
 from memory.types import IndexPoint, ModelConfig
 from models import Memory, Message, UserSettings
 from testkit.llm_server import Fail, LLMTestServer, exchanges_asked
@@ -72,7 +72,7 @@ async def index(tmp_path: Path) -> AsyncIterator[VectorIndex]:
 
 async def exported_memories(sessionmaker: async_sessionmaker[AsyncSession], user_id: str) -> list[Any]:
     """The memory records of the user's JSONL export (the one `/memory export` sends)."""
-    lines = await UserSettingsService(sessionmaker).export_lines(user_id=user_id)
+    lines = await MemoryExport(sessionmaker).export_lines(user_id=user_id)
     records = [json.loads(line) for line in lines]
     return [r["memory"] for r in records if "memory" in r]
 
@@ -450,7 +450,7 @@ async def test_forgotten_memory_never_returns(
     assert row is not None and row.state == "deleted" and row.content == ""
     assert not (await service.check_drift()).drift
     assert await service.forget(user_id="u1", personality_id=p.id) == 1  # the tea one
-    assert await UserSettingsService(sessionmaker).export_lines(user_id="u1") == []
+    assert await MemoryExport(sessionmaker).export_lines(user_id="u1") == []
 
 
 async def test_stats_reindex_and_drift(
