@@ -15,7 +15,7 @@ from memory.transfer.kept_chat import chat_of, id_without_chat
 from memory.transfer.sillytavern import parse_sillytavern
 from models import Memory, Message, Personality
 from testkit.imports import import_chat
-from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT, message, st_chat
+from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT, message, st_chat
 
 OLD_LINE = "I'm Ann. My cat Miso is lost in the forest."
 
