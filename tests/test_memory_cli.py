@@ -191,8 +191,8 @@ def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A user brings a character and their chat with it: the card, then the chat, then recall."""
-    from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT
     from tests.memory.owners.cards import SERAPHINA_V2
+    from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT
 
     card = cli_env / "seraphina.json"
     card.write_text(json.dumps(SERAPHINA_V2))
