@@ -37,7 +37,7 @@ from sqlalchemy import any_, literal, select
 from bench._common import BenchMemory, bench_memory, bench_parser
 from bench.supersession import measure_supersession, read_cases, report_supersession
 from memory.formation import steering
-from memory.service import TranscriptLine, parse_transcript
+from memory.transfer.transcript import TranscriptLine, parse_transcript
 from models import Memory, Personality
 
 DATA = Path(__file__).parent / "data" / "corrections.jsonl"
@@ -140,14 +140,11 @@ async def measure(groups: Sequence[Group], mode: str) -> Figures:
     figures = Figures()
     async with bench_memory("corrections") as bench:
         sage, _ = await bench.personalities.create("Sage", memory_mode=mode)
-        importer = bench.services.importer
+        transfer = bench.services.transfer
 
         async def imported(entries: list[tuple[str, Group, str]], start: int) -> int:
-            report = await importer.import_lines(
-                transcript(entries, start),
-                personality_id=sage.id,
-                personality_user_id="personality:sage",
-                default_user_id=None,
+            report = await transfer.import_transcript(
+                transcript(entries, start), personality=sage, default_user_id=None
             )
             return int(report.formation.restating_forgotten)
 

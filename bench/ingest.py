@@ -38,12 +38,12 @@ from bench.llm_servers import BenchServer
 from bench.locomo import dev_dialogues
 from bench.recall_sets import Dialogue, synthetic_dialogue
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.formation.importer import read_transcript
 from memory.llm import LLMClient, load_litellm
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder, make_embedder
 from memory.settings import Settings
+from memory.transfer.transcript import read_transcript
 from memory.types import MemoryMode, MessageRole, ModelConfig
 
 NAMES = ["Alice", "Bruno", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana"]
@@ -117,11 +117,16 @@ async def form_once(db: BenchDatabase, embedder: Embedder, scenario: Scenario, r
     await seed(db, personality.id, scenario.exchanges, prefix=f"{run_id}-")
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
     llm = LLMClient(max_concurrency_per_provider=scenario.ceiling, max_retries=DEFAULTS["llm_max_retries"])
-    service = bench_services(db, index=index, embedder=embedder, llm=llm, summarizer=cfg).memory
-    if scenario.batch_size is not None:
-        service.formation.batch_size = scenario.batch_size
-    if scenario.ahead is not None:
-        service.formation.batches_ahead = scenario.ahead
+    # The sizes as a deployment sets them: FORMATION_BATCH_SIZE, FORMATION_BATCHES_AHEAD.
+    sized = {"formation_batch_size": scenario.batch_size, "formation_batches_ahead": scenario.ahead}
+    service = bench_services(
+        db,
+        index=index,
+        embedder=embedder,
+        llm=llm,
+        summarizer=cfg,
+        **{name: value for name, value in sized.items() if value is not None},
+    ).memory
     before = await server.stats(reset=True)
     start = time.perf_counter()
     report = await service.form_pending(personality_id=personality.id)
@@ -198,7 +203,7 @@ async def run_formation(args: Args, embedder: Embedder, db: BenchDatabase) -> No
 async def import_once(db: BenchDatabase, embedder: Embedder, dialogues: list[Dialogue], run_id: str) -> float:
     """Import every dialogue in verbatim mode for a fresh personality; exchanges per second."""
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
-    importer = bench_services(db, index=index, embedder=embedder).importer
+    transfer = bench_services(db, index=index, embedder=embedder).transfer
     personality, _ = await PersonalityService(db.sessionmaker).create(
         f"import-{run_id}", memory_mode=MemoryMode.VERBATIM
     )
@@ -210,10 +215,9 @@ async def import_once(db: BenchDatabase, embedder: Embedder, dialogues: list[Dia
     memories, elapsed = 0, 0.0
     for dialogue, lines, skipped in transcripts:
         start = time.perf_counter()
-        report = await importer.import_lines(
+        report = await transfer.import_transcript(
             lines,
-            personality_id=personality.id,
-            personality_user_id=f"bot-{personality.id}",
+            personality=personality,
             default_user_id=dialogue.user_id,
             skipped_lines=skipped,
             mode=MemoryMode.VERBATIM,

@@ -1,7 +1,7 @@
 """Recall quality on long conversations: recall@5/@10 per question category, words recalled, latency.
 
 Each dialogue is written as a JSONL transcript and imported through the same code path as
-`personae import` (read_transcript + TranscriptImporter) into one personality per memory mode; every
+`personae import` (read_transcript + the transfer service) into one personality per memory mode; every
 question is then asked through `MemoryService.recall` with limit 10, as `personae recall` does. A
 question's recall is the share of its evidence messages found in the `source_message_ids` of the
 memories returned; a set's score is the mean over its questions. The words of the 10 memories'
@@ -28,7 +28,6 @@ from pathlib import Path
 from bench._common import BenchDatabase, bench_database, bench_parser, bench_services, percentile
 from bench.locomo import DEV_DIR, dev_dialogues
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
-from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
@@ -36,6 +35,8 @@ from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
 from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService, RecalledMemory
+from memory.transfer.service import TransferService
+from memory.transfer.transcript import read_transcript
 from memory.types import MemoryMode, ModelConfig
 from memory.wiring import MemoryServices
 
@@ -93,7 +94,7 @@ class ModeResult:
 async def measure(
     service: MemoryService,
     embedder: Embedder,
-    importer: TranscriptImporter,
+    transfer: TransferService,
     personalities: PersonalityService,
     dialogue: Dialogue,
     mode: MemoryMode,
@@ -107,10 +108,9 @@ async def measure(
     personality, _ = await personalities.create(
         f"{dialogue.name}-{mode.value}", display_name=dialogue.personality_name, memory_mode=mode
     )
-    await importer.import_lines(
+    await transfer.import_transcript(
         lines,
-        personality_id=personality.id,
-        personality_user_id=f"bot-{personality.id}",
+        personality=personality,
         default_user_id=dialogue.user_id,
         skipped_lines=skipped,
         mode=mode,
@@ -169,7 +169,7 @@ async def run(sets: Sequence[str], modes: Sequence[MemoryMode], runs: int, locom
             personalities = PersonalityService(db.sessionmaker)
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
             runtime = eval_services(db, index, embedder, cfg)
-            service, importer = runtime.memory, runtime.importer
+            service, transfer = runtime.memory, runtime.transfer
             for set_name, members in dialogues.items():
                 total = Scores()
                 latencies: list[list[float]] = [[] for _ in range(runs)]
@@ -177,7 +177,7 @@ async def run(sets: Sequence[str], modes: Sequence[MemoryMode], runs: int, locom
                 means = []
                 for dialogue in members:
                     result = await measure(
-                        service, embedder, importer, personalities, dialogue, mode, db.workdir, runs
+                        service, embedder, transfer, personalities, dialogue, mode, db.workdir, runs
                     )
                     report(f"{set_name} {dialogue.name}", mode, result.scores, None)
                     total.merge(result.scores)

@@ -36,12 +36,13 @@ from typing import Any
 
 from bench._common import bench_database, bench_parser
 from bench.recall_quality import eval_services, summarizer_config
-from memory.formation.importer import TranscriptImporter, TranscriptLine, read_transcript
-from memory.formation.sillytavern import parse_sillytavern
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.local_embedder import LocalEmbedder
 from memory.service import MemoryService, RecalledMemory
+from memory.transfer.service import TransferService
+from memory.transfer.sillytavern import parse_sillytavern
+from memory.transfer.transcript import TranscriptLine, read_transcript
 from memory.types import MemoryMode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +133,7 @@ def gathered(answers: Sequence[str], recalled: Sequence[RecalledMemory]) -> floa
 
 async def score_mode(
     service: MemoryService,
-    importer: TranscriptImporter,
+    transfer: TransferService,
     personalities: PersonalityService,
     mode: MemoryMode,
     questions: list[Asked],
@@ -143,10 +144,9 @@ async def score_mode(
         personality, _ = await personalities.create(
             f"{chat.name}-{mode.value}", display_name=chat.personality_name, memory_mode=mode
         )
-        await importer.import_lines(
+        await transfer.import_transcript(
             lines,
-            personality_id=personality.id,
-            personality_user_id=f"bot-{personality.id}",
+            personality=personality,
             default_user_id=chat.sillytavern_user,
             skipped_lines=skipped,
             mode=mode,
@@ -221,8 +221,8 @@ async def run(modes: Sequence[MemoryMode], show_misses: bool) -> None:
             index = EdgeVectorIndex(db.workdir / f"qdrant-{mode.value}")
             try:
                 services = eval_services(db, index, embedder, cfg)
-                service, importer = services.memory, services.importer
-                scores = await score_mode(service, importer, personalities, mode, questions)
+                service, transfer = services.memory, services.transfer
+                scores = await score_mode(service, transfer, personalities, mode, questions)
             finally:
                 await index.close()
             related = sum(r is not None for r in scores.direct_ranks) / len(scores.direct_ranks)

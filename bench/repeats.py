@@ -39,7 +39,8 @@ from memory.conversations import Venue, set_conversation_aside
 from memory.formation import forming
 from memory.formation.repeats import Screened
 from memory.recall import search
-from memory.service import RecalledMemory, parse_transcript
+from memory.service import RecalledMemory
+from memory.transfer.transcript import parse_transcript
 from models import Memory
 
 DATA = Path(__file__).parent / "data" / "repeats.json"
@@ -190,9 +191,7 @@ async def measure(chat: Chat, mode: str, *, new_conversations: bool = False) -> 
                     )
             lines, skipped = parse_transcript("\n".join(json.dumps(r) for r in records))
             assert not skipped
-            await bench.services.importer.import_lines(
-                lines, personality_id=sage.id, personality_user_id="personality:sage", default_user_id=None
-            )
+            await bench.services.transfer.import_transcript(lines, personality=sage, default_user_id=None)
         async with bench.db.sessionmaker() as session:
             figures.rows = int(
                 await session.scalar(

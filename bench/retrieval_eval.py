@@ -20,11 +20,11 @@ from sqlalchemy import select
 
 from bench._common import bench_database
 from bench.recall_quality import eval_services, summarizer_config
-from memory.formation.importer import read_transcript
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.keywords import encode_sparse_query
 from memory.recall.local_embedder import LocalEmbedder
+from memory.transfer.transcript import read_transcript
 from memory.types import MemoryMode, RecallFilter
 from models import Memory
 
@@ -53,10 +53,9 @@ async def run() -> None:
             personality, _ = await PersonalityService(db.sessionmaker).create(
                 f"mira-{mode.value}", memory_mode=mode
             )
-            await runtime.importer.import_lines(
+            await runtime.transfer.import_transcript(
                 lines,
-                personality_id=personality.id,
-                personality_user_id="mira",
+                personality=personality,
                 default_user_id=None,
                 mode=mode,
             )

@@ -10,7 +10,7 @@ instruction to the summarizer).
 1. The check (memory/formation/fidelity.py `key_facts`) on each labelled exchange, cleaned as
    formation cleans it: precision and recall against the labels, by kind. A predicted name matches a
    labelled one when one's words hold the other's ("hollybrook" for "Hollybrook Community Gardens").
-2. Formation through the product's path (`TranscriptImporter`, summarized mode, the defaults) for each
+2. Formation through the product's path (the transfer service, summarized mode, the defaults) for each
    summarizer: the extractive one (no model), and the test server (testkit/llm_server.py
    `SummarizerModel`) in each mode. Per set:
    - saving: 1 - characters stored (the memory's text, carried facts and any verbatim kept) /
@@ -52,13 +52,13 @@ from bench.summary_sets import (
     roleplay_transcript,
 )
 from memory.formation.fidelity import vocabulary, word_stem
-from memory.formation.importer import TranscriptLine
 from memory.formation.summarizer import BATCH_EXCHANGES
 from memory.llm import LLMClient, load_litellm
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.local_embedder import LocalEmbedder
 from memory.tokens import count_tokens
+from memory.transfer.transcript import TranscriptLine
 from memory.types import MemoryMode, ModelConfig
 from models import Memory
 from testkit.llm_server import LLMTestServer, SummarizerModel
@@ -105,14 +105,14 @@ async def form(
 ) -> dict[str, list[Memory]]:
     """Import the transcripts for a fresh summarized personality; its memories, by transcript."""
     index = EdgeVectorIndex(db.workdir / f"qdrant-{run_id}")
-    importer = bench_services(
+    transfer = bench_services(
         db,
         index=index,
         embedder=embedder,
         llm=LLMClient(max_retries=0),
         summarizer=cfg,
         summarizer_batch=batch_exchanges,
-    ).importer
+    ).transfer
     found: dict[str, list[Memory]] = {}
     try:
         for transcript in transcripts:
@@ -125,10 +125,9 @@ async def form(
                 TranscriptLine.model_validate({**line, "line_no": i})
                 for i, line in enumerate(transcript.lines)
             ]
-            await importer.import_lines(
+            await transfer.import_transcript(
                 lines,
-                personality_id=personality.id,
-                personality_user_id=f"bench-{run_id}",
+                personality=personality,
                 # A conversation opened by the personality: its first line answers its first user.
                 default_user_id=next(line["user_id"] for line in transcript.lines if line.get("user_id")),
             )

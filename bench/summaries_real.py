@@ -1,7 +1,7 @@
 """`bench.summaries --real`: the sets through a real small model, every stored memory audited.
 
 SmolLM2-135M-Instruct on llama.cpp's server (testkit/real_model.py: one slot, 2 threads) summarizes
-through the product's path (`TranscriptImporter`, summarized mode, the defaults: LLM_TIMEOUT 60 s, 8
+through the product's path (the transfer service, summarized mode, the defaults: LLM_TIMEOUT 60 s, 8
 exchanges a call), for each set: the Sage demo (examples/sage.jsonl), LoCoMo dev conversation 26
 sessions 1-4 (../shared/eval/locomo-dev, read in place) and a two-user channel
 (bench/data/two_user_channel.jsonl). Then each memory is read against the transcript
@@ -32,11 +32,11 @@ from sqlalchemy import select
 from bench._common import BenchDatabase, bench_database, bench_parser, bench_services
 from bench.llm_meter import UsageMeter
 from bench.locomo import DEV_DIR, dev_dialogues
-from memory.formation.importer import TranscriptLine
 from memory.llm import load_litellm
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.local_embedder import LocalEmbedder
+from memory.transfer.transcript import TranscriptLine
 from memory.types import MemoryMode, ModelConfig
 from models import Memory
 from testkit.real_model import REAL_MODEL, THREADS, RealModelServer, missing_reason
@@ -81,10 +81,9 @@ async def form(
     )
     records = [TranscriptLine.model_validate({**line, "line_no": i}) for i, line in enumerate(lines)]
     try:
-        await services.importer.import_lines(
+        await services.transfer.import_transcript(
             records,
-            personality_id=created.id,
-            personality_user_id=f"bench-{run_id}",
+            personality=created,
             default_user_id=next(line["user_id"] for line in lines if line.get("user_id")),
         )
         async with db.sessionmaker() as session:

@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import any_, literal, select
 
 from bench._common import BenchMemory
-from memory.service import TranscriptLine, parse_transcript
+from memory.transfer.transcript import TranscriptLine, parse_transcript
 from models import Memory, Personality
 
 DATA = Path(__file__).parent / "data" / "supersession.jsonl"
@@ -89,15 +89,10 @@ async def measure_supersession(
     bench: BenchMemory, sage: Personality, cases: Sequence[dict[str, Any]]
 ) -> SupersessionFigures:
     figures = SupersessionFigures()
-    importer = bench.services.importer
+    transfer = bench.services.transfer
 
     async def imported(case: dict[str, Any], turns: Sequence[tuple[str, str, str]], at: datetime) -> None:
-        await importer.import_lines(
-            chat(case, turns, at),
-            personality_id=sage.id,
-            personality_user_id="personality:sage",
-            default_user_id=None,
-        )
+        await transfer.import_transcript(chat(case, turns, at), personality=sage, default_user_id=None)
 
     async def ranked(case: dict[str, Any]) -> list[Any]:
         return await bench.service.recall(

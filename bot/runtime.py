@@ -24,17 +24,18 @@ from memory.owners.model_configs import ModelConfigResolver
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService
+from memory.transfer.export import MemoryExport
 from models.database import create_engine, create_sessionmaker, start_embedded_postgres
 from models.migrate import upgrade_database
 
 if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch) and happens on demand
     from memory.chat.service import ChatService
-    from memory.formation.importer import TranscriptImporter
     from memory.formation.pending import AwaitedReplies
     from memory.llm import LLMClient
     from memory.recall.embedders import Embedder
     from memory.recall.index import VectorIndex
     from memory.service import MemoryService
+    from memory.transfer.service import TransferService
 
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class Core:
     personas: PersonaService
     lore: LoreService
     greetings: Greetings
+    # A user's memories exported (PostgreSQL only); the Runtime's is the whole service, import too.
+    transfer: MemoryExport
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Runtime(Core):
 
     llm: LLMClient
     memory: MemoryService
-    importer: TranscriptImporter
+    transfer: TransferService
     chat: ChatService
     awaited: AwaitedReplies
 
@@ -105,6 +108,7 @@ def build_core(
         personas=PersonaService(sessionmaker),
         lore=LoreService(sessionmaker, personalities),
         greetings=Greetings(sessionmaker),
+        transfer=MemoryExport(sessionmaker),
     )
 
 
@@ -143,9 +147,10 @@ def build_runtime(core: Core, *, index: VectorIndex, embedder: Embedder, llm: LL
     )
     # A personality created, renamed or deleted here is routable (or not) from the next message on.
     core.personalities.subscribe(services.chat.invalidate_routing)
+    # The services' transfer (import and export) takes the place of the Core's (export only).
     return Runtime(
-        **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)},
-        **{field.name: getattr(services, field.name) for field in dataclasses.fields(services)},
+        **{field.name: getattr(core, field.name) for field in dataclasses.fields(Core)}
+        | {field.name: getattr(services, field.name) for field in dataclasses.fields(services)}
     )
 
 

@@ -4,35 +4,22 @@ A facade over the rooms where the work happens: memory.formation (forming, re-su
 policy, stats, steering, corrections) and memory.recall (the store of rows and index points, search,
 curation, upkeep). Callers (chat, the cogs, the CLI, bench) use only this, and import the types of its
 answers from here too; it takes plain ids and knows no Discord. Each method hands its work to the room
-that does it."""
+that does it. Importing and exporting have a room and a service of their own (memory.transfer)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import Collection, Sequence
-
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.conversations import Venue, conversation_title
 from memory.formation import corrections, forming, steering
 from memory.formation.cleaning import strip_chat_template_tokens
 from memory.formation.corrections import MAX_CORRECTION_CHARS
 from memory.formation.forming import FormationReport, MemoryFormation
-from memory.formation.importer import (
-    SkippedLine,
-    TranscriptLine,
-    open_transcript,
-    parse_transcript,
-    parse_transcript_lines,
-    read_transcript,
-    read_transcript_text,
-    transcript_file_lines,
-)
 from memory.formation.mode import effective_mode
-from memory.formation.pending import AwaitedReplies
 from memory.formation.resummarize import resummarize
-from memory.formation.sillytavern import parse_sillytavern
 from memory.formation.stats import MemoryStats, ModeStats, fallback_line, memory_stats
 from memory.formation.steering import RememberReport
 from memory.formation.summarizer import ExchangeSummarizer
@@ -46,11 +33,8 @@ from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService, fresh_mode
 from memory.recall import curation, receipts, upkeep
 from memory.recall.curation import BrowsedMemory, MemoryPage, personalities_remembered
-from memory.recall.embedders import Embedder
-from memory.recall.index import VectorIndex
 from memory.recall.receipts import ReplyReceipt, UsedMemory
 from memory.recall.search import RecalledMemory, recall
-from memory.recall.store import MemoryStore
 from memory.recall.upkeep import DriftReport
 from memory.types import MemoryMode, ProgressCallback
 from models import Personality
@@ -69,20 +53,10 @@ __all__ = [
     "RecalledMemory",
     "RememberReport",
     "ReplyReceipt",
-    "SkippedLine",
-    "TranscriptLine",
     "UsedMemory",
     "Venue",
     "WholeMemory",
     "fallback_line",
-    "open_transcript",
-    "parse_sillytavern",
-    "parse_transcript",
-    "parse_transcript_lines",
-    "read_transcript",
-    "read_transcript_text",
-    "run_worker",
-    "transcript_file_lines",
 ]
 
 # The most matches a search in /memory browse pages through.
@@ -94,39 +68,23 @@ class MemoryService:
 
     def __init__(
         self,
-        sessionmaker: async_sessionmaker[AsyncSession],
+        formation: MemoryFormation,
         *,
-        index: VectorIndex,
-        embedder: Embedder,
         summarizer: ExchangeSummarizer,
         models: ModelConfigResolver,
-        awaited: AwaitedReplies,
         user_settings: UserSettingsService,
         incognito: IncognitoService,
         personas: PersonaService,
-        min_summarize_tokens: int = 40,
-        batch_size: int = 64,
     ) -> None:
-        self._store = MemoryStore(sessionmaker, index, embedder)
+        # Formation writes through its store; every other room here reads and changes that same one.
+        self._formation = formation
+        self._store = formation.store
         self._summarizer = summarizer
         self._models = models
         # What a user's memory status reports beside the memories themselves.
         self._user_settings = user_settings
         self._incognito = incognito
         self._personas = personas
-        self._formation = MemoryFormation(
-            self._store,
-            summarizer,
-            models,
-            awaited=awaited,
-            min_summarize_tokens=min_summarize_tokens,
-            batch_size=batch_size,
-        )
-
-    @property
-    def formation(self) -> MemoryFormation:
-        """The formation pipeline itself, for the importer and workers (which only form)."""
-        return self._formation
 
     @property
     def embedding_model(self) -> str:
@@ -150,6 +108,10 @@ class MemoryService:
             mode_override=mode_override,
             progress=progress,
         )
+
+    async def run_worker(self, *, idle_seconds: float = 2.0, stop: asyncio.Event | None = None) -> None:
+        """Form pending memories beside any other workers until `stop` is set (memory.formation.worker)."""
+        await run_worker(self._formation, idle_seconds=idle_seconds, stop=stop)
 
     async def pending_message_count(
         self, personality_id: int | None = None, user_id: str | None = None

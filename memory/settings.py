@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     summary_min_tokens: int = Field(default=48, ge=8)
     summarizer_input_tokens: int = Field(default=3000, ge=200)
     min_summarize_tokens: int = Field(default=40, ge=0)
+    # Exchanges read, summarized and written together, and the batches summarized while one is
+    # written (memory.formation.pipeline; 0: one after the other).
+    formation_batch_size: int = Field(default=64, ge=1)
+    formation_batches_ahead: int = Field(default=2, ge=0)
     recall_limit: int = Field(default=5, ge=0, le=50)
     # The most one reply may post (characters), however much the model sends: 3 Discord messages.
     reply_max_chars: int = Field(default=6000, ge=200, le=200_000)

@@ -1,7 +1,7 @@
-"""The domain's services wired together, in one place: the memory service, the chat service over it, the
-importer, and the replies in flight they share. The composition root (bot/runtime.py) calls it with
-what it opened from the settings; the tests and the benches call it too, with an index, an embedder or
-an LLM client of their own."""
+"""The domain's services wired together, in one place: formation, the memory service over it, the chat
+service over that, import and export, and the replies in flight they share. The composition root
+(bot/runtime.py) calls it with what it opened from the settings; the tests and the benches call it too,
+with an index, an embedder or an LLM client of their own."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.chat.rolling import RollingSummarizer
 from memory.chat.service import ChatService
-from memory.formation.importer import TranscriptImporter
+from memory.formation.forming import MemoryFormation
 from memory.formation.pending import AwaitedReplies
 from memory.formation.summarizer import ExchangeSummarizer
 from memory.llm import LLMClient
@@ -21,17 +21,19 @@ from memory.owners.personas import PersonaService
 from memory.owners.user_settings import UserSettingsService
 from memory.recall.embedders import Embedder
 from memory.recall.index import VectorIndex
+from memory.recall.store import MemoryStore
 from memory.service import MemoryService
 from memory.settings import Settings
+from memory.transfer.service import TransferService
 
 
 @dataclass(frozen=True)
 class MemoryServices:
-    """Long-term memory, chat and import over one index and one LLM client."""
+    """Long-term memory, chat, import and export over one index and one LLM client."""
 
     llm: LLMClient
     memory: MemoryService
-    importer: TranscriptImporter
+    transfer: TransferService
     chat: ChatService
     awaited: AwaitedReplies
 
@@ -49,27 +51,33 @@ def wire_memory_services(
     personas: PersonaService,
     summarizer: ExchangeSummarizer | None = None,
 ) -> MemoryServices:
-    """The memory, chat and import services as `settings` size them, on an open index; `summarizer`:
+    """The memory, chat and transfer services as `settings` size them, on an open index; `summarizer`:
     one of the caller's own instead of the one the settings make (benches compare batch sizes)."""
     # The messages being answered: the chat turns hold them, formation leaves them to their reply.
     awaited = AwaitedReplies()
-    memory = MemoryService(
-        sessionmaker,
-        index=index,
-        embedder=embedder,
-        summarizer=summarizer
-        or ExchangeSummarizer(
-            llm,
-            max_tokens=settings.summary_max_tokens,
-            min_tokens=settings.summary_min_tokens,
-            input_tokens=settings.summarizer_input_tokens,
-        ),
-        models=models,
+    summarizer = summarizer or ExchangeSummarizer(
+        llm,
+        max_tokens=settings.summary_max_tokens,
+        min_tokens=settings.summary_min_tokens,
+        input_tokens=settings.summarizer_input_tokens,
+    )
+    # One formation, one store: what the chat, the worker and an import form goes through the same.
+    formation = MemoryFormation(
+        MemoryStore(sessionmaker, index, embedder),
+        summarizer,
+        models,
         awaited=awaited,
+        min_summarize_tokens=settings.min_summarize_tokens,
+        batch_size=settings.formation_batch_size,
+        batches_ahead=settings.formation_batches_ahead,
+    )
+    memory = MemoryService(
+        formation,
+        summarizer=summarizer,
+        models=models,
         user_settings=user_settings,
         incognito=incognito,
         personas=personas,
-        min_summarize_tokens=settings.min_summarize_tokens,
     )
     chat = ChatService(
         sessionmaker,
@@ -87,7 +95,7 @@ def wire_memory_services(
     return MemoryServices(
         llm=llm,
         memory=memory,
-        importer=TranscriptImporter(sessionmaker, memory.formation),
+        transfer=TransferService(sessionmaker, formation),
         chat=chat,
         awaited=awaited,
     )

@@ -23,7 +23,7 @@ from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
 from memory.settings import load_settings
 from memory.types import MessageRole, ModelConfig, RecallFilter
-from memory.wiring import wire_memory_services
+from memory.wiring import MemoryServices, wire_memory_services
 from models import Memory, Personality
 
 T0 = datetime(2024, 3, 15, 18, 0, tzinfo=UTC)  # when the seeded chats start
@@ -40,6 +40,41 @@ def deployment_summarizer(cfg: ModelConfig | None) -> ModelConfigResolver:
     return ModelConfigResolver(chat_defaults=none.chat_defaults, summarizer_defaults=defaults)
 
 
+def make_services(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    index: VectorIndex,
+    embedder: Embedder,
+    llm: LLMClient,
+    cfg: ModelConfig | None,
+    *,
+    input_tokens: int = 3000,
+    min_summarize_tokens: int = 25,
+    batch_size: int | None = None,
+) -> MemoryServices:
+    """The services under test, wired as the bot wires them (memory.wiring) on this index, embedder
+    and LLM client, summaries by `cfg` (None: extractive), with small summaries; `batch_size`: the
+    exchanges formed together (FORMATION_BATCH_SIZE; None: the product's)."""
+    sized = {} if batch_size is None else {"formation_batch_size": batch_size}
+    settings = load_settings(
+        summary_max_tokens=120,
+        summary_min_tokens=16,
+        summarizer_input_tokens=input_tokens,
+        min_summarize_tokens=min_summarize_tokens,
+        **sized,
+    )
+    return wire_memory_services(
+        settings,
+        sessionmaker,
+        models=deployment_summarizer(cfg),
+        index=index,
+        embedder=embedder,
+        llm=llm,
+        user_settings=UserSettingsService(sessionmaker),
+        incognito=IncognitoService(sessionmaker),
+        personas=PersonaService(sessionmaker),
+    )
+
+
 def make_service(
     sessionmaker: async_sessionmaker[AsyncSession],
     index: VectorIndex,
@@ -51,28 +86,17 @@ def make_service(
     min_summarize_tokens: int = 25,
     batch_size: int | None = None,
 ) -> MemoryService:
-    """The memory service under test, wired as the bot wires it (memory.wiring) on this index, embedder
-    and LLM client, summaries by `cfg` (None: extractive), with small summaries."""
-    settings = load_settings(
-        summary_max_tokens=120,
-        summary_min_tokens=16,
-        summarizer_input_tokens=input_tokens,
-        min_summarize_tokens=min_summarize_tokens,
-    )
-    service = wire_memory_services(
-        settings,
+    """The memory service of make_services."""
+    return make_services(
         sessionmaker,
-        models=deployment_summarizer(cfg),
-        index=index,
-        embedder=embedder,
-        llm=llm,
-        user_settings=UserSettingsService(sessionmaker),
-        incognito=IncognitoService(sessionmaker),
-        personas=PersonaService(sessionmaker),
+        index,
+        embedder,
+        llm,
+        cfg,
+        input_tokens=input_tokens,
+        min_summarize_tokens=min_summarize_tokens,
+        batch_size=batch_size,
     ).memory
-    if batch_size is not None:
-        service.formation.batch_size = batch_size
-    return service
 
 
 async def add_personality(

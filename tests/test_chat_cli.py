@@ -178,7 +178,7 @@ async def test_terminal_chat_streams_stores_and_remembers(
     out = capsys.readouterr().out
     assert "Lilith> Biscuit is a fine name." in out
     assert "conversation summary cleared" in out
-    memories = await remembered(runtime.user_settings, "42")
+    memories = await remembered(runtime.transfer, "42")
     assert [m["content"] for m in memories] == [
         "Sam: My dog is called Biscuit.\nLilith: Biscuit is a fine name."
     ]

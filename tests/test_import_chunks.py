@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from memory.formation.importer import CHUNK_LINES
+from memory.transfer.importer import CHUNK_LINES
 from models import Memory, Message
 from models.database import create_engine, create_sessionmaker
 from testkit.cli import llm_server_thread, remote_embedder, run

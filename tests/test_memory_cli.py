@@ -191,8 +191,8 @@ def test_sillytavern_chat_becomes_memories_of_the_cards_personality(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A user brings a character and their chat with it: the card, then the chat, then recall."""
-    from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
     from tests.memory.owners.cards import SERAPHINA_V2
+    from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT
 
     card = cli_env / "seraphina.json"
     card.write_text(json.dumps(SERAPHINA_V2))
@@ -277,7 +277,7 @@ def test_a_broken_summarizer_is_reported_in_one_line(
 def test_a_file_in_the_other_format_is_named_with_the_option_that_reads_it(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
+    from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT
 
     run(capsys, "personality", "create", "Sage")
     chat = cli_env / "chat.jsonl"

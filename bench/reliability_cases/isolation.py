@@ -112,7 +112,7 @@ async def randomized(lab: Lab, scale: Scale) -> Outcome:
     foreign_in_exports = 0
     exported = 0
     for user in users:
-        for line in await rt.user_settings.export_lines(user_id=user):
+        for line in await rt.transfer.export_lines(user_id=user):
             record = json.loads(line)
             exported += 1
             owner = record.get("user_id")

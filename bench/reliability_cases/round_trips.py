@@ -78,7 +78,7 @@ async def whole_account_export(lab: Lab, scale: Scale) -> Outcome:
         if code:
             return check(False, f"setting up {name}: exit {code}: {err}")
     before = await lab.rows(COMPARED, user="A")
-    exported = await rt.user_settings.export_lines(user_id="A")
+    exported = await rt.transfer.export_lines(user_id="A")
     whole = "\n".join(exported) + "\n"
     broken = sum(len(line.splitlines()) != 1 for line in exported)
     backup = lab.workdir / "export.jsonl"
@@ -134,7 +134,7 @@ async def export_into_another(lab: Lab, scale: Scale) -> Outcome:
     one = lab.workdir / "one.jsonl"
     one.write_text(
         "\n".join(
-            await rt.user_settings.export_lines(
+            await rt.transfer.export_lines(
                 user_id="B", personality_id=(await rt.personalities.get("rt-from")).id
             )
         ),
@@ -148,7 +148,7 @@ async def export_into_another(lab: Lab, scale: Scale) -> Outcome:
         )
     )
     both = lab.workdir / "both.jsonl"
-    both.write_text("\n".join(await rt.user_settings.export_lines(user_id="B")), encoding="utf-8")
+    both.write_text("\n".join(await rt.transfer.export_lines(user_id="B")), encoding="utf-8")
     before = int(await lab.scalar("SELECT count(*) FROM messages"))
     refused = await run_command(rt, "import", str(both), "--personality", "rt-to")
     after = int(await lab.scalar("SELECT count(*) FROM messages"))

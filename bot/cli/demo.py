@@ -37,16 +37,15 @@ def add_commands(commands: Subcommands) -> None:
 
 
 async def cmd_demo(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.service import read_transcript
+    from memory.transfer.transcript import read_transcript
 
     for name, mode, prompt in SAMPLE_PERSONALITIES:
         personality, created = await runtime.personalities.create(name, prompt=prompt, memory_mode=mode)
         print(f"{'Created' if created else 'Found'} personality {name} (memory {mode}).")
         lines, skipped = read_transcript(EXAMPLES_DIR / f"{personality.name}.jsonl")
-        report = await runtime.importer.import_lines(
+        report = await runtime.transfer.import_transcript(
             lines,
-            personality_id=personality.id,
-            personality_user_id=f"personality:{personality.name}",
+            personality=personality,
             default_user_id=None,
             skipped_lines=skipped,
             progress=progress(f"Remembering {name}'s chats"),

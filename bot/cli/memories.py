@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from bot.cli.output import Subcommands
     from bot.runtime import Runtime
     from memory.errors import InvalidInputError
-    from memory.service import RecalledMemory, SkippedLine, TranscriptLine
+    from memory.service import RecalledMemory
+    from memory.transfer.transcript import SkippedLine, TranscriptLine
 
 
 PERSONALITY_HELP = "the personality (its name, as `personae personality list` shows it)"
@@ -140,7 +141,8 @@ def _read_import(args: argparse.Namespace) -> tuple[Iterable[TranscriptLine], li
     name their own). A JSONL file is read as it is imported: its skipped lines fill in as it is read."""
     from memory.errors import InvalidInputError
     from memory.owners.personality_fields import slugify
-    from memory.service import open_transcript, parse_sillytavern, read_transcript_text
+    from memory.transfer.sillytavern import parse_sillytavern
+    from memory.transfer.transcript import open_transcript, read_transcript_text
 
     if args.format == "jsonl":
         transcript = open_transcript(args.file)
@@ -190,7 +192,7 @@ def _with_format_hint(exc: InvalidInputError, text: str, given: str) -> Exceptio
 
 def _first_line(path: Path) -> str:
     """The file's first line that is not blank (all that likely_format reads)."""
-    from memory.service import transcript_file_lines
+    from memory.transfer.transcript import transcript_file_lines
 
     return next((raw for _, raw in transcript_file_lines(path) if raw.strip()), "")
 
@@ -211,15 +213,19 @@ async def cmd_import(args: argparse.Namespace, runtime: Runtime) -> None:
             )
         personality = await runtime.personalities.get(name)  # its error says how to list them
     try:
-        report = await runtime.importer.import_lines(
+        # A SillyTavern chat is the whole chat as its user keeps it: what changed there replaces.
+        importing = (
+            runtime.transfer.import_kept_chat
+            if args.format == "sillytavern"
+            else runtime.transfer.import_transcript
+        )
+        report = await importing(
             lines,
-            personality_id=personality.id if personality is not None else None,
-            personality_user_id=f"personality:{personality.name}" if personality is not None else None,
+            personality=personality,
             default_user_id=user,
             skipped_lines=len(skipped),
             mode=MemoryMode(args.memory_mode) if args.memory_mode else None,
             progress=progress(f"Remembering {args.file.name}"),
-            replace_edited=args.format == "sillytavern",  # the whole chat as kept: a changed swipe replaces
         )
     except InvalidInputError as exc:  # a JSONL file's lines are checked as they are imported
         if args.format != "jsonl":
@@ -357,6 +363,4 @@ async def cmd_resummarize(args: argparse.Namespace, runtime: Runtime) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace, runtime: Runtime) -> None:
-    from memory.service import run_worker
-
-    await run_worker(runtime.memory.formation)
+    await runtime.memory.run_worker()

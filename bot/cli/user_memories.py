@@ -302,7 +302,7 @@ async def cmd_memory_fresh(args: argparse.Namespace, core: Core) -> None:
 
 async def cmd_memory_export(args: argparse.Namespace, core: Core) -> None:
     user, p = await _scope(core, args)
-    lines = await core.user_settings.export_lines(user_id=user, personality_id=p.id if p else None)
+    lines = await core.transfer.export_lines(user_id=user, personality_id=p.id if p else None)
     if not lines:
         print(f"No memories {_of(user, p)} to export.", file=sys.stderr)
         return

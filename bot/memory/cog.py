@@ -123,7 +123,7 @@ class MemoryCog(
     async def export(self, interaction: Interaction, personality: str | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         p = await self._personality(personality)
-        lines = await self.runtime.user_settings.export_lines(
+        lines = await self.runtime.transfer.export_lines(
             user_id=user_id_of(interaction), personality_id=id_of(p)
         )
         if not lines:

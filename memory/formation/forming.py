@@ -26,7 +26,7 @@ from sqlalchemy.orm import selectinload
 from memory.formation.exchanges import Exchange
 from memory.formation.mode import effective_mode
 from memory.formation.pending import AwaitedReplies, mark_remembered, read_ready
-from memory.formation.pipeline import AHEAD, BatchRead, run_pipeline
+from memory.formation.pipeline import BatchRead, run_pipeline
 from memory.formation.progress import CountedProgress
 from memory.formation.repeats import screen_batch
 from memory.formation.shaping import Shaped, memory_row, shape_exchanges
@@ -108,19 +108,20 @@ class MemoryFormation:
         awaited: AwaitedReplies,
         min_summarize_tokens: int,
         batch_size: int,
+        batches_ahead: int,
     ) -> None:
         self._store = store
         self._summarizer = summarizer
         self._models = models
         self._min_summarize_tokens = min_summarize_tokens
-        self.batch_size = batch_size  # exchanges read, summarized and written together
+        self._batch_size = batch_size  # exchanges read, summarized and written together
         # Conversations a pass of this process holds, and those another pass asked for meanwhile.
         self._held: Counter[int] = Counter()
         self._asked: set[int] = set()
         # Messages whose reply the chat service of this process is writing (see AwaitedReplies).
         self.awaited = awaited
         # Batches summarized while one is written (memory.formation.pipeline); 0: one after the other.
-        self.batches_ahead = AHEAD
+        self._batches_ahead = batches_ahead
 
     @property
     def store(self) -> MemoryStore:
@@ -206,7 +207,7 @@ class MemoryFormation:
                         mine.add(conversation.id)
                         read = partial(self._read_batch, claim, conversation, mode_override, progress)
                         write = partial(self._write_batch, conversation, report, progress)
-                        if await run_pipeline(read, write, ahead=self.batches_ahead):
+                        if await run_pipeline(read, write, ahead=self._batches_ahead):
                             break
                 except BaseException:
                     # Ended by a commit all the same: it wrote nothing, and a rollback would, on a
@@ -232,7 +233,7 @@ class MemoryFormation:
         grouping = await read_ready(
             session,
             conversation.id,
-            limit=self.batch_size,
+            limit=self._batch_size,
             awaited=self.awaited.current(),
             in_flight=in_flight,
         )

@@ -74,7 +74,7 @@ def memory_point(fields: Mapping[str, Any], dense: list[float]) -> IndexPoint:
         )
     occurred_at = fields["occurred_at"]
     if occurred_at.tzinfo is None:
-        # asyncpg reads PostgreSQL's ±infinity back naive (memory.formation.moments): no moment in time.
+        # asyncpg reads PostgreSQL's ±infinity back naive (memory.transfer.moments): no moment in time.
         raise ValueError(f"its date {occurred_at} is no moment in time")
     payload = {name: fields[name] for name in PAYLOAD_FIELDS}
     payload["occurred_at"] = occurred_at.timestamp()

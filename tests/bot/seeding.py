@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bot.runtime import Runtime
-from memory.formation.importer import parse_transcript
+from memory.transfer.transcript import parse_transcript
 from models import Personality
 
 EXCHANGES = (
@@ -41,10 +41,9 @@ async def seed_memories(
                 }
             )
     lines, skipped = parse_transcript("\n".join(json.dumps(r) for r in records))
-    report = await runtime.importer.import_lines(
+    report = await runtime.transfer.import_transcript(
         lines,
-        personality_id=personality.id,
-        personality_user_id=f"personality:{personality.name}",
+        personality=personality,
         default_user_id=user_id,
         skipped_lines=skipped,
     )

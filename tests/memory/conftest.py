@@ -13,18 +13,25 @@ from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.service import MemoryService
 from memory.types import ModelConfig
+from memory.wiring import MemoryServices
 from testkit.llm_server import LLMTestServer
-from testkit.memory_service import make_service
+from testkit.memory_service import make_service, make_services
 
 
 @pytest.fixture
-async def service(
+async def services(
     sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
-) -> AsyncIterator[MemoryService]:
-    """A memory service with extractive summaries and an Edge index in the test's folder."""
+) -> AsyncIterator[MemoryServices]:
+    """The memory and transfer services with extractive summaries and an Edge index in the test's folder."""
     index = EdgeVectorIndex(tmp_path / "qdrant")
-    yield make_service(sessionmaker, index, embedder, LLMClient(), None)
+    yield make_services(sessionmaker, index, embedder, LLMClient(), None)
     await index.close()
+
+
+@pytest.fixture
+def service(services: MemoryServices) -> MemoryService:
+    """The memory service of `services`."""
+    return services.memory
 
 
 @pytest.fixture

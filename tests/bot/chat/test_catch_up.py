@@ -79,7 +79,7 @@ async def test_missed_messages_are_stored_remembered_and_answered_only_when_rece
     log = [(m.role, m.external_id) for m in await rows(runtime)]
     assert ("user", str(old.id)) in log and ("user", str(recent.id)) in log
     assert ("assistant", str(reply.id)) in log and len(log) == 5
-    books = await remembered(runtime.user_settings, str(BOB))
+    books = await remembered(runtime.transfer, str(BOB))
     assert str(recent.id) in [i for m in books for i in m["source_message_ids"]]
     assert recent.id in discord_world.reacted()
 
@@ -91,9 +91,7 @@ async def test_missed_messages_are_stored_remembered_and_answered_only_when_rece
     # The old message got no answer of its own and waits for none: Alice's next answered message
     # takes it (and the one stored before the bot went away) into her memory at once.
     await discord_world.say("Lilith, any tips for watering?", channel=PLAIN_CHANNEL)
-    sources = [
-        i for m in await remembered(runtime.user_settings, str(ALICE)) for i in m["source_message_ids"]
-    ]
+    sources = [i for m in await remembered(runtime.transfer, str(ALICE)) for i in m["source_message_ids"]]
     assert str(old.id) in sources
 
 
@@ -152,9 +150,7 @@ async def test_memories_formed_by_the_periodic_pass_get_their_reaction(
     await fake_discord.stop()
     await start_bot(catch_up_seconds=3600)
     await fake_discord.wait_until(lambda: said.id in fake_discord.reacted())
-    sources = [
-        i for m in await remembered(runtime.user_settings, str(ALICE)) for i in m["source_message_ids"]
-    ]
+    sources = [i for m in await remembered(runtime.transfer, str(ALICE)) for i in m["source_message_ids"]]
     assert str(said.id) in sources
 
 
@@ -187,7 +183,7 @@ async def test_what_was_said_incognito_while_away_is_never_remembered_though_the
     [reply] = discord_world.sent_by_bot(PLAIN_CHANNEL)  # the recent one is answered
     excluded = {m.external_id: m.memory_excluded for m in await rows(runtime)}
     assert excluded[str(secret.id)] == "incognito" and excluded[str(recent.id)] is None
-    [memory] = await remembered(runtime.user_settings, str(ALICE))
+    [memory] = await remembered(runtime.transfer, str(ALICE))
     # What Alice said before the span joins her next answered exchange; what she said in it, nothing.
     assert memory["source_message_ids"] == [str(market.id), str(recent.id), str(reply.id)]
     # Its words, not its ids: a random snowflake may hold the digits 4921.
@@ -219,7 +215,7 @@ async def test_a_missed_message_said_incognito_is_answered_without_a_memory(
     [reply] = discord_world.sent_by_bot(PLAIN_CHANNEL)
     assert reply.content == "**Lilith**\nI'm here."
     assert discord_world.reactions == []
-    assert await remembered(runtime.user_settings, str(ALICE)) == []
+    assert await remembered(runtime.transfer, str(ALICE)) == []
     assert {m.memory_excluded for m in await rows(runtime) if m.content != "Lilith, hello."} == {"incognito"}
 
 
@@ -276,9 +272,7 @@ async def test_an_older_missed_line_of_an_answered_user_is_remembered_with_their
 
     assert len(discord_world.sent_by_bot(PLAIN_CHANNEL)) == 2  # the newest line of each
     for user, older, newest in ((ALICE, umbrella, train), (BOB, scarf, bus)):
-        sources = [
-            i for m in await remembered(runtime.user_settings, str(user)) for i in m["source_message_ids"]
-        ]
+        sources = [i for m in await remembered(runtime.transfer, str(user)) for i in m["source_message_ids"]]
         assert str(older.id) in sources and str(newest.id) in sources
     assert {m.id for m in said} <= discord_world.reacted()
     assert all(m.memory_processed_at is not None for m in await rows(runtime) if m.role == "user")
@@ -316,7 +310,7 @@ async def test_missed_lines_that_name_a_personality_in_an_unbound_channel_are_re
 
     [reply] = discord_world.sent_by_bot(PLAIN_CHANNEL)  # the newest is answered, the one before remembered
     assert reply.content == "**Lilith**\nPixel is a fine name."
-    sources = [i for m in await remembered(runtime.user_settings, str(BOB)) for i in m["source_message_ids"]]
+    sources = [i for m in await remembered(runtime.transfer, str(BOB)) for i in m["source_message_ids"]]
     assert str(old.id) in sources and str(cat.id) in sources
     assert {old.id, cat.id} <= discord_world.reacted()
     read = [

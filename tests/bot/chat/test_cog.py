@@ -171,7 +171,7 @@ async def test_remembered_exchange_gets_a_reaction(
     llm_server.responder = lambda body: "A dog called Biscuit, how lovely."
     said = await fake_discord.say("Lilith, my dog is called Biscuit.")
     assert fake_discord.reactions == [(CHANNEL, said.id, "📝")]
-    [memory] = await remembered(runtime.user_settings, str(ALICE))
+    [memory] = await remembered(runtime.transfer, str(ALICE))
     assert memory["source_message_ids"][0] == str(said.id)
 
 
@@ -182,5 +182,5 @@ async def test_no_reaction_when_disabled(
     said = await discord_world.say("Lilith, remember this quietly.")
     assert discord_world.reactions == []
     # Remembered all the same: only the reaction is off.
-    memories = await remembered(runtime.user_settings, str(ALICE))
+    memories = await remembered(runtime.transfer, str(ALICE))
     assert [m["source_message_ids"][0] for m in memories] == [str(said.id)]

@@ -34,7 +34,7 @@ async def test_a_refused_typing_indicator_loses_nothing(
         ("user", "Lilith, where should the tomatoes go?"),
         ("assistant", "Tomatoes love the sun."),
     ]
-    memories = await remembered(runtime.user_settings, str(ALICE))
+    memories = await remembered(runtime.transfer, str(ALICE))
     assert [m["source_message_ids"][0] for m in memories] == [str(said.id)]
     assert fake_discord.reacted() == {said.id}
 

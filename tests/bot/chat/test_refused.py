@@ -49,7 +49,7 @@ async def assert_not_remembered(
     takes none of the refused one in; nor did any prompt (chat, summary, memory): never heard."""
     later = await discord_world.say("Lilith, what's for lunch?", user=ALICE, channel=PLAIN_CHANNEL)
     assert len(discord_world.sent_by_bot(PLAIN_CHANNEL)) == len(seen) + 1
-    memories = await remembered(runtime.user_settings, str(ALICE))
+    memories = await remembered(runtime.transfer, str(ALICE))
     sources = [i for m in memories for i in m["source_message_ids"]]
     assert str(later.id) in sources and str(refused.id) not in sources
     # Its words, not its ids: a random snowflake may hold the digits 4921.

@@ -43,7 +43,7 @@ async def test_a_message_missed_before_a_refused_one_is_still_read_back(
     stored = {m.external_id: m.memory_excluded for m in await rows(runtime)}
     assert str(missed.id) in stored and stored[str(missed.id)] is None
     assert stored[str(refused.id)] == "refused"
-    bobs = await remembered(runtime.user_settings, str(BOB))
+    bobs = await remembered(runtime.transfer, str(BOB))
     assert str(missed.id) in [i for m in bobs for i in m["source_message_ids"]]
 
     # Read again (a restart): nothing stored twice, nothing answered twice.

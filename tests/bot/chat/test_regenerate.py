@@ -41,7 +41,7 @@ async def test_regenerate_replaces_the_reply_in_place_and_remembers_only_the_new
     [reply] = fake_discord.sent_by_bot(CHANNEL)
     assert reply.webhook_id is not None and reply.author["username"] == "Lilith"
     assert [b["emoji"]["name"] for b in reply.buttons] == ["🔄"]
-    [old] = await remembered(runtime.user_settings, str(ALICE))
+    [old] = await remembered(runtime.transfer, str(ALICE))
     assert "lighthouse keeper" in old["content"]
     first_prompt = chat_requests(llm_server)[-1]["messages"]
 
@@ -59,7 +59,7 @@ async def test_regenerate_replaces_the_reply_in_place_and_remembers_only_the_new
     # One reply row, the new text in it; the memory formed from the new answer only.
     [row] = await replies(runtime)
     assert (row.external_id, row.content) == (str(reply.id), reply.content)
-    [new] = await remembered(runtime.user_settings, str(ALICE))
+    [new] = await remembered(runtime.transfer, str(ALICE))
     assert "warm maps" in new["content"] and "lighthouse keeper" not in new["content"]
     assert new["source_message_ids"] == [str(asked), str(reply.id)]
 
@@ -138,7 +138,7 @@ async def test_a_reply_in_parts_is_replaced_whole(
     rows = await replies(runtime)
     assert [r.external_id for r in rows] == [str(m.id) for m in now]
     assert " ".join(" ".join(r.content.split()) for r in rows) == " ".join(long.split())
-    [memory] = await remembered(runtime.user_settings, str(ALICE))
+    [memory] = await remembered(runtime.transfer, str(ALICE))
     assert "In short" not in memory["content"] and memory["source_message_ids"][1:] == [
         str(m.id) for m in now
     ]
@@ -156,7 +156,7 @@ async def test_a_failing_model_keeps_the_old_answer(
     assert pressed.reply.ephemeral and pressed.text == UNAVAILABLE_REPLY
     assert reply.content == "The harbour map is in drawer nine." and reply.edits == 0
     assert [r.content for r in await replies(runtime)] == ["The harbour map is in drawer nine."]
-    [memory] = await remembered(runtime.user_settings, str(ALICE))
+    [memory] = await remembered(runtime.transfer, str(ALICE))
     assert "drawer nine" in memory["content"]
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import func, select, update
 
 from bot.runtime import Runtime
 from memory.conversations import Venue, find_conversation
-from memory.formation.importer import parse_transcript
+from memory.transfer.transcript import parse_transcript
 from models import Conversation, Memory, Personality, Summary, UserSettings
 from testkit.fake_discord import FakeDiscord
 from tests.bot.memory.pages import whole_ids

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.owners.user_settings import UserSettingsService
+from memory.transfer.export import MemoryExport
 
 
-async def remembered(user_settings: UserSettingsService, user_id: str) -> list[dict[str, Any]]:
+async def remembered(export: MemoryExport, user_id: str) -> list[dict[str, Any]]:
     """The memory records of the user's JSONL export, oldest first."""
-    records = [json.loads(line) for line in await user_settings.export_lines(user_id=user_id)]
+    records = [json.loads(line) for line in await export.export_lines(user_id=user_id)]
     return [record["memory"] for record in records if "memory" in record]

@@ -46,7 +46,7 @@ async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer
     first = chat_request(lilith.id, "Tell me about the owls in the tower.")
     turn = await answer(runtime, first, "p1", "p2")
     conversation_id = turn.reply.prepared.conversation_id
-    [old] = await remembered(runtime.user_settings, ALICE)
+    [old] = await remembered(runtime.transfer, ALICE)
     assert "owls" in old["content"]
 
     # Fewer parts: the first row keeps its id with the new text, the second goes.
@@ -58,7 +58,7 @@ async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer
     assert [(r.external_id, r.content) for r in rows] == [("p1", "Only ravens live in the tower.")]
     # The old answer's memory is gone; the turn formed the exchange anew from the answer that stays.
     assert again.after is not None and again.after.remembered_message_ids == [first.message_id]
-    [new] = await remembered(runtime.user_settings, ALICE)
+    [new] = await remembered(runtime.transfer, ALICE)
     assert (
         "ravens" in new["content"]
         and "owls in the tower" in new["content"]
@@ -71,7 +71,7 @@ async def test_rows_are_replaced_and_the_exchange_remembered_from_the_new_answer
     rows = await stored(runtime, conversation_id, role="assistant")
     assert [(r.external_id, r.content) for r in rows] == [("p1", "Ravens, first."), ("p3", "Ravens, second.")]
     assert rows[0].reply_to_id is not None and rows[1].reply_to_id == rows[0].reply_to_id
-    [latest] = await remembered(runtime.user_settings, ALICE)
+    [latest] = await remembered(runtime.transfer, ALICE)
     assert latest["source_message_ids"] == [first.message_id, "p1", "p3"]
     assert "Ravens, second." in latest["content"] and "Only ravens" not in latest["content"]
 
@@ -89,7 +89,7 @@ async def test_a_failed_model_leaves_the_old_answer(
     assert not again.reply.ok and again.after is None
     rows = await stored(runtime, conversation_id, role="assistant")
     assert [(r.external_id, r.content) for r in rows] == [("o1", "The owls sleep by day.")]
-    [kept] = await remembered(runtime.user_settings, ALICE)
+    [kept] = await remembered(runtime.transfer, ALICE)
     assert "sleep by day" in kept["content"]
 
 

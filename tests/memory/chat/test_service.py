@@ -236,7 +236,7 @@ async def test_reset_clears_summary_and_title(runtime: Runtime, lilith: Personal
         assert await summary_text(session, turn.reply.prepared.conversation_id) is None
     # Nothing left to clear: the reset says so, and memories of the conversation stay.
     assert await runtime.chat.reset_conversation(**where) == 0
-    assert await remembered(runtime.user_settings, "1001") != []
+    assert await remembered(runtime.transfer, "1001") != []
 
 
 async def test_a_reset_in_flight_does_not_hold_back_the_exchange_memory(

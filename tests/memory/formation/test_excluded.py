@@ -14,7 +14,7 @@ from sqlalchemy import delete, select, update
 
 from bot.runtime import Runtime
 from memory.conversations import LoggedMessage, Venue, ensure_conversation, store_messages
-from memory.formation.worker import run_worker
+from memory.formation.forming import MemoryFormation
 from memory.owners.incognito import IncognitoService
 from memory.types import MessageRole
 from models import Memory, Message, Personality
@@ -167,20 +167,19 @@ async def test_a_worker_forms_nothing_said_incognito(runtime: Runtime, sage: Per
     async with runtime.sessionmaker.begin() as session:
         conversation = await ensure_conversation(session, sage.id, Venue(None, None, ALICE))
         await store_messages(session, conversation, said)
-    formation = runtime.memory.formation
     stop = asyncio.Event()
     passes = []
-    real_pass = formation.form_pending
+    real_pass = MemoryFormation.form_pending
 
-    async def one_pass(**kwargs: Any) -> Any:
-        report = await real_pass(**kwargs)
+    async def one_pass(formation: MemoryFormation, **kwargs: Any) -> Any:
+        report = await real_pass(formation, **kwargs)
         passes.append(report)
         stop.set()  # the worker ends after this pass
         return report
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(formation, "form_pending", one_pass)
-        await run_worker(formation, idle_seconds=0.01, stop=stop)
+        patch.setattr(MemoryFormation, "form_pending", one_pass)
+        await runtime.memory.run_worker(idle_seconds=0.01, stop=stop)
     [report] = passes
     assert (report.memories, report.excluded) == (2, 2)
     assert [m.source_message_ids for m in await memories(runtime)] == [["u0", "r0"], ["u2", "r2"]]

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from bot.runtime import Runtime
-from memory.formation.importer import ImportReport
-from memory.formation.importer import read_transcript as read_lines
 from memory.formation.summarizer import STRICT_RULE
+from memory.transfer.service import ImportReport
+from memory.transfer.transcript import read_transcript as read_lines
 from models import Memory, Personality
 from testkit.llm_server import LLMTestServer, SummarizerModel, exchanges_asked
 from testkit.summary_audit import audit_memories, read_transcript, stored_memories
@@ -41,10 +41,9 @@ async def _import(runtime: Runtime, path: Path) -> ImportReport:
     personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
     assert isinstance(personality, Personality)
     lines, skipped = read_lines(path)
-    return await runtime.importer.import_lines(
+    return await runtime.transfer.import_transcript(
         lines,
-        personality_id=personality.id,
-        personality_user_id="personality:sage",
+        personality=personality,
         default_user_id=None,
         skipped_lines=skipped,
     )

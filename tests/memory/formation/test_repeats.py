@@ -10,8 +10,8 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.owners.user_settings import UserSettingsService
 from memory.service import MemoryService
+from memory.transfer.export import MemoryExport
 from testkit.memory_service import T0, add_chat, add_personality, memories
 
 REPLY = "Thanks for telling me."
@@ -37,7 +37,7 @@ async def test_a_fact_said_again_reinforces_its_memory_in_one_pass_and_across_pa
     assert memory.times_said == 3 and memory.last_said_at == T0 + timedelta(minutes=5)  # its reply's time
     assert memory.source_message_ids == ["m0", "m1", "m2", "m3", "m4", "m5"]
     # Its messages are the memory's: the export keeps them, and "Forget this" on a repeat forgets it.
-    lines = [json.loads(line) for line in await UserSettingsService(sessionmaker).export_lines(user_id="u1")]
+    lines = [json.loads(line) for line in await MemoryExport(sessionmaker).export_lines(user_id="u1")]
     assert [line["id"] for line in lines] == ["m0", "m1", "m2", "m3", "m4", "m5"]
     assert await service.forget_message(message_id="m4", channel_id=None, user_id="u1") == 1
 

@@ -17,7 +17,8 @@ from bot.runtime import Runtime
 from memory.chat.service import ChatRequest
 from memory.formation.cleaning import strip_chat_template_tokens, strip_roleplay_formatting
 from memory.formation.fidelity import fidelity_misses
-from memory.formation.importer import ImportReport, read_transcript
+from memory.transfer.service import ImportReport
+from memory.transfer.transcript import read_transcript
 from models import Memory, Message, Personality
 from testkit.chat import chat_request
 from testkit.llm_server import INVENTION, LLMTestServer, SummarizerModel, exchanges_asked
@@ -62,10 +63,9 @@ async def said(runtime: Runtime, memory: Memory) -> str:
 
 async def import_sage(runtime: Runtime, sage: Personality) -> ImportReport:
     lines, skipped = read_transcript(EXAMPLES_DIR / "sage.jsonl")
-    return await runtime.importer.import_lines(
+    return await runtime.transfer.import_transcript(
         lines,
-        personality_id=sage.id,
-        personality_user_id="personality:sage",
+        personality=sage,
         default_user_id=None,
         skipped_lines=skipped,
     )

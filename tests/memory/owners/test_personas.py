@@ -14,7 +14,7 @@ from bot.runtime import Runtime
 from memory.errors import InvalidInputError
 from memory.owners.personalities import PersonalityService
 from memory.owners.personas import MAX_ABOUT_CHARS, PersonaService
-from memory.owners.user_settings import UserSettingsService
+from memory.transfer.export import MemoryExport
 from models import Persona
 
 
@@ -78,7 +78,7 @@ async def test_the_export_carries_the_users_personas(runtime: Runtime) -> None:
     await runtime.personas.set("1", sage.id, name="Captain Al")
     await runtime.personas.set("1", lilith.id, name="Lady Al")
     await runtime.personas.set("2", name="Bob")
-    service: UserSettingsService = runtime.user_settings
+    service: MemoryExport = runtime.transfer
 
     def personas(lines: list[str]) -> list[dict[str, Any]]:
         return [json.loads(line)["persona"] for line in lines if "persona" in json.loads(line)]

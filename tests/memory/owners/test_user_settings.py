@@ -10,13 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.runtime import Runtime
 from memory.errors import InvalidInputError
-from memory.formation.importer import parse_transcript
 from memory.formation.mode import effective_mode
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.owners.user_settings import UserSettingsService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
+from memory.transfer.transcript import parse_transcript
 from models import UserSettings
 from testkit.memory_service import add_chat, add_personality, make_service
 
@@ -103,25 +103,21 @@ async def test_an_export_imports_back_with_its_reply_links(runtime: Runtime) -> 
         ]
     )
     lines, skipped = parse_transcript(transcript)
-    await runtime.importer.import_lines(
-        lines,
-        personality_id=lilith.id,
-        personality_user_id="bot",
-        default_user_id=None,
-        skipped_lines=skipped,
+    await runtime.transfer.import_transcript(
+        lines, personality=lilith, default_user_id=None, skipped_lines=skipped
     )
     await runtime.personas.set("A", name="Alice", pronouns="she/her")
-    exported = [json.loads(line) for line in await runtime.user_settings.export_lines(user_id="A")]
+    exported = [json.loads(line) for line in await runtime.transfer.export_lines(user_id="A")]
     assert exported[0]["persona"]["name"] == "Alice"  # the export opens with who the user is
     assert [(r["id"], r.get("reply_to")) for r in exported if "id" in r] == [("1", None), ("3", "1")]
 
     # Imported again for another personality, the links hold: Alice's reply stays Alice's.
     sage, _ = await runtime.personalities.create("Sage")
     again, skipped = parse_transcript("\n".join(json.dumps(r) for r in exported))
-    await runtime.importer.import_lines(
-        again, personality_id=sage.id, personality_user_id="bot", default_user_id=None, skipped_lines=skipped
+    await runtime.transfer.import_transcript(
+        again, personality=sage, default_user_id=None, skipped_lines=skipped
     )
-    reimported = [json.loads(line) for line in await runtime.user_settings.export_lines(user_id="A")]
+    reimported = [json.loads(line) for line in await runtime.transfer.export_lines(user_id="A")]
     assert [
         (r["id"], r.get("reply_to"))
         for r in reimported
@@ -210,9 +206,7 @@ async def test_a_whole_account_export_restores_each_memory_to_its_own_personalit
             )
         )
         lines, _ = parse_transcript(transcript)
-        await runtime.importer.import_lines(
-            lines, personality_id=personality.id, personality_user_id="bot", default_user_id=None
-        )
+        await runtime.transfer.import_transcript(lines, personality=personality, default_user_id=None)
     memory_columns = "personality_id, user_id, guild_id, channel_id, is_dm, content, source_message_ids"
 
     async def memories() -> list[tuple[Any, ...]]:
@@ -222,13 +216,13 @@ async def test_a_whole_account_export_restores_each_memory_to_its_own_personalit
 
     before = await memories()
     assert len(before) == 6 and {row[0] for row in before} == {lilith.id, sage.id}
-    exported = await runtime.user_settings.export_lines(user_id="A")
+    exported = await runtime.transfer.export_lines(user_id="A")
     assert all(line.splitlines() == [line] for line in exported)
 
     async with runtime.sessionmaker.begin() as session:  # a fresh deployment's log and memories
         await session.execute(text("DELETE FROM memories"))
         await session.execute(text("DELETE FROM conversations"))
     lines, _ = parse_transcript("\n".join(exported))
-    report = await runtime.importer.import_lines(lines, default_user_id=None)
+    report = await runtime.transfer.import_transcript(lines, default_user_id=None)
     assert (report.messages_new, report.formation.memories) == (12, 6)
     assert await memories() == before

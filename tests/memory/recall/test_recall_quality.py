@@ -10,14 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bench.recall_quality import evidence_recall, measure
 from bench.recall_sets import Dialogue, Question, synthetic_dialogue
-from memory.formation.importer import TranscriptImporter
 from memory.llm import LLMClient
 from memory.owners.personalities import PersonalityService
 from memory.recall.edge import EdgeVectorIndex
 from memory.recall.embedders import Embedder
 from memory.service import RecalledMemory
 from memory.types import MemoryMode
-from testkit.memory_service import make_service
+from testkit.memory_service import make_services
 
 TURNS = [
     ("t1", "user", "Good morning! The weather is grey again."),
@@ -63,7 +62,7 @@ async def test_the_harness_imports_a_transcript_and_scores_recall(
     sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, tmp_path: Path
 ) -> None:
     index = EdgeVectorIndex(tmp_path / "qdrant")
-    service = make_service(sessionmaker, index, embedder, LLMClient(), None)
+    services = make_services(sessionmaker, index, embedder, LLMClient(), None)
     dialogue = Dialogue(
         name="tiny",
         user_id="ana",
@@ -79,9 +78,9 @@ async def test_the_harness_imports_a_transcript_and_scores_recall(
     )
     try:
         result = await measure(
-            service,
+            services.memory,
             embedder,
-            TranscriptImporter(sessionmaker, service.formation),
+            services.transfer,
             PersonalityService(sessionmaker),
             dialogue,
             MemoryMode.VERBATIM,

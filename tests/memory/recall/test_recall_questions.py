@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.formation.importer import TranscriptImporter, read_transcript
-from memory.formation.sillytavern import parse_sillytavern
 from memory.owners.personalities import PersonalityService
 from memory.recall.keywords import OWN_LINES_BIT, encode_sparse_query
 from memory.service import MemoryService
+from memory.transfer.sillytavern import parse_sillytavern
+from memory.transfer.transcript import read_transcript
 from memory.types import MemoryMode, RecallFilter, SparseVector
+from memory.wiring import MemoryServices
 from testkit.memory_service import add_chat, add_personality
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,30 +29,27 @@ UNRELATED = (
 
 
 async def imported(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, name: str, mode: MemoryMode
+    sessionmaker: async_sessionmaker[AsyncSession], services: MemoryServices, name: str, mode: MemoryMode
 ) -> int:
     """Both chats, as `personae import` reads them, for a personality of `mode`; its id."""
     personality, _ = await PersonalityService(sessionmaker).create(name, memory_mode=mode)
-    importer = TranscriptImporter(sessionmaker, service.formation)
     roleplay = parse_sillytavern(ROLEPLAY.read_text(encoding="utf-8"))
     sage, skipped = read_transcript(SAGE)
     for lines, user, skip in ((roleplay.lines, "kael", roleplay.skipped), (sage, None, skipped)):
-        await importer.import_lines(
-            lines,
-            personality_id=personality.id,
-            personality_user_id=f"personality:{name}",
-            default_user_id=user,
-            skipped_lines=skip,
-            mode=mode,
+        await services.transfer.import_transcript(
+            lines, personality=personality, default_user_id=user, skipped_lines=skip, mode=mode
         )
     return personality.id
 
 
 @pytest.mark.parametrize("mode", [MemoryMode.VERBATIM, MemoryMode.SUMMARIZED])
 async def test_the_issues_questions_find_their_memory_first(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, mode: MemoryMode
+    sessionmaker: async_sessionmaker[AsyncSession],
+    service: MemoryService,
+    services: MemoryServices,
+    mode: MemoryMode,
 ) -> None:
-    personality_id = await imported(sessionmaker, service, f"seraphina-{mode.value}", mode)
+    personality_id = await imported(sessionmaker, services, f"seraphina-{mode.value}", mode)
 
     said = [line.id for line in parse_sillytavern(ROLEPLAY.read_text(encoding="utf-8")).lines]
 
@@ -71,9 +69,9 @@ async def test_the_issues_questions_find_their_memory_first(
 
 
 async def test_an_unrelated_question_recalls_nothing_and_a_related_one_its_memory(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, services: MemoryServices
 ) -> None:
-    personality_id = await imported(sessionmaker, service, "seraphina", MemoryMode.VERBATIM)
+    personality_id = await imported(sessionmaker, services, "seraphina", MemoryMode.VERBATIM)
     for user in ("kael", "1001", "1002"):
         for query in UNRELATED:
             assert await service.recall(personality_id=personality_id, user_id=user, query=query) == [], query
@@ -116,16 +114,15 @@ def _vector(indices: list[int]) -> SparseVector:
     return SparseVector(indices=indices, values=[1.0] * len(indices))
 
 
-async def imported_eval(sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService) -> int:
+async def imported_eval(sessionmaker: async_sessionmaker[AsyncSession], services: MemoryServices) -> int:
     """bench.recall_questions' eval chat (three users with Mira), verbatim; the personality's id."""
     personality, _ = await PersonalityService(sessionmaker).create(
         "mira", display_name="Mira", memory_mode=MemoryMode.VERBATIM
     )
     lines, skipped = read_transcript(EVAL)
-    await TranscriptImporter(sessionmaker, service.formation).import_lines(
+    await services.transfer.import_transcript(
         lines,
-        personality_id=personality.id,
-        personality_user_id="personality:mira",
+        personality=personality,
         default_user_id=None,
         skipped_lines=skipped,
     )
@@ -133,10 +130,10 @@ async def imported_eval(sessionmaker: async_sessionmaker[AsyncSession], service:
 
 
 async def test_a_question_about_the_user_finds_what_they_said_in_other_words(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, services: MemoryServices
 ) -> None:
     # The user asks in their own paraphrase: "herb" for "cilantro", "make" for "a raise ... a month".
-    personality_id = await imported_eval(sessionmaker, service)
+    personality_id = await imported_eval(sessionmaker, services)
 
     async def first(query: str) -> list[str]:
         found = await service.recall(personality_id=personality_id, user_id="u1", query=query, limit=5)
@@ -149,9 +146,9 @@ async def test_a_question_about_the_user_finds_what_they_said_in_other_words(
 
 
 async def test_the_memory_holding_the_noun_asked_about_comes_first(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, services: MemoryServices
 ) -> None:
-    personality_id = await imported_eval(sessionmaker, service)
+    personality_id = await imported_eval(sessionmaker, services)
     found = await service.recall(
         personality_id=personality_id, user_id="u2", query="what's my sister's address", limit=5
     )

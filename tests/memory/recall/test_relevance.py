@@ -9,24 +9,24 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.formation.importer import TranscriptImporter, read_transcript
 from memory.owners.personalities import PersonalityService
 from memory.recall.question import read_question
 from memory.service import MemoryService
+from memory.transfer.transcript import read_transcript
+from memory.wiring import MemoryServices
 from testkit.memory_service import add_chat, add_personality
 
 LILITH = Path(__file__).resolve().parents[3] / "examples" / "lilith.jsonl"
 
 
 async def test_the_demos_unrelated_question_recalls_nothing(
-    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService
+    sessionmaker: async_sessionmaker[AsyncSession], service: MemoryService, services: MemoryServices
 ) -> None:
     personality, _ = await PersonalityService(sessionmaker).create("lilith", display_name="Lilith")
     lines, skipped = read_transcript(LILITH)
-    await TranscriptImporter(sessionmaker, service.formation).import_lines(
+    await services.transfer.import_transcript(
         lines,
-        personality_id=personality.id,
-        personality_user_id="personality:lilith",
+        personality=personality,
         default_user_id=None,
         skipped_lines=skipped,
     )

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.llm import LLMClient
-from memory.owners.user_settings import UserSettingsService
 from memory.recall.embedders import make_embedder
 from memory.recall.index import VectorIndex
 from memory.service import MemoryService
+from memory.transfer.export import MemoryExport
 from testkit.llm_server import LLMTestServer
 from testkit.memory_service import add_chat, add_personality, keyword_hits, make_service, memories
 from tests.memory.service.exchanges import FAITHFUL_SUMMARY, LONG_REPLY, LONG_USER, summary_responder
@@ -81,7 +81,7 @@ async def test_reindex_keys_memories_exactly_as_formation_did(
 
 async def exported_memories(sessionmaker: async_sessionmaker[AsyncSession], user_id: str) -> list[Any]:
     """The memory records of the user's JSONL export (the one `/memory export` sends)."""
-    lines = await UserSettingsService(sessionmaker).export_lines(user_id=user_id)
+    lines = await MemoryExport(sessionmaker).export_lines(user_id=user_id)
     records = [json.loads(line) for line in lines]
     return [r["memory"] for r in records if "memory" in r]
 

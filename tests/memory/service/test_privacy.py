@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.owners.user_settings import UserSettingsService
 from memory.recall.index import VectorIndex
 from memory.service import MemoryService
+from memory.transfer.export import MemoryExport
 from models import Memory, Message, UserSettings
 from testkit.memory_service import add_chat, add_personality, keyword_hits, memories
 
@@ -100,7 +100,7 @@ async def test_forgotten_memory_never_returns(
     assert row is not None and row.state == "deleted" and row.content == ""
     assert not (await service.check_drift()).drift
     assert await service.forget(user_id="u1", personality_id=p.id) == 1  # the tea one
-    assert await UserSettingsService(sessionmaker).export_lines(user_id="u1") == []
+    assert await MemoryExport(sessionmaker).export_lines(user_id="u1") == []
 
 
 async def messages_of(sessionmaker: async_sessionmaker[AsyncSession]) -> dict[str, Message]:

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from bot.runtime import Runtime
 from models import Memory, Message
 from testkit.imports import import_chat
-from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT
+from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT
 
 
 async def count(runtime: Runtime, column: Any) -> int:

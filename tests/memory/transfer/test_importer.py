@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.errors import InvalidInputError
-from memory.formation.importer import (
+from memory.transfer.transcript import (
     MAX_CONTENT_CHARS,
     MAX_TRANSCRIPT_BYTES,
     parse_transcript,

@@ -11,11 +11,11 @@ import json
 from sqlalchemy import func, or_, select
 
 from bot.runtime import Runtime
-from memory.formation.kept_chat import chat_of, id_without_chat
-from memory.formation.sillytavern import parse_sillytavern
+from memory.transfer.kept_chat import chat_of, id_without_chat
+from memory.transfer.sillytavern import parse_sillytavern
 from models import Memory, Message, Personality
 from testkit.imports import import_chat
-from tests.memory.formation.test_sillytavern import SERAPHINA_CHAT, message, st_chat
+from tests.memory.transfer.test_sillytavern import SERAPHINA_CHAT, message, st_chat
 
 OLD_LINE = "I'm Ann. My cat Miso is lost in the forest."
 
@@ -135,12 +135,7 @@ async def test_a_chat_imported_before_ids_named_their_chat_is_known_by_its_older
     lines = parse_sillytavern(SERAPHINA_CHAT).lines
     older = [line.model_copy(update={"id": id_without_chat(line.id)}) for line in lines]
     assert all(line.id.startswith("st-") and chat_of(line.id) is None for line in older)
-    await runtime.importer.import_lines(
-        older,
-        personality_id=seraphina.id,
-        default_user_id="555",
-        replace_edited=True,
-    )
+    await runtime.transfer.import_kept_chat(older, personality=seraphina, default_user_id="555")
     again = await import_chat(runtime, seraphina, SERAPHINA_CHAT)
     assert (again.messages_new, again.formation.memories) == (0, 0)
     kept = "We will find Miso before nightfall."

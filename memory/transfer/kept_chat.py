@@ -1,7 +1,7 @@
 """A chat imported whole, as its user kept it (a SillyTavern chat): what the log holds of it that the
 chat no longer does goes, with its exchanges' memories, before the chat is stored (issue 33).
 
-A chat's messages carry no ids of their own: each is known by its content (memory.formation.sillytavern
+A chat's messages carry no ids of their own: each is known by its content (memory.transfer.sillytavern
 makes its id from the chat, its speaker, its date and its words) and its position (the user line a
 reply answers, the chat it belongs to). So when the user kept another swipe of a reply, edited a line
 of theirs, deleted one or regenerated the last reply, the chat read again holds lines of new ids, and
@@ -164,7 +164,7 @@ async def replace_changed(
 
 
 async def _stored_chat_messages(session: AsyncSession, conversation_ids: Sequence[int]) -> list[_Stored]:
-    """The messages of chats the conversations hold (ids made by memory.formation.sillytavern)."""
+    """The messages of chats the conversations hold (ids made by memory.transfer.sillytavern)."""
     answered = aliased(Message)
     rows = await session.execute(
         select(Message.id, Message.external_id, Message.role, Message.reply_to_id, answered.external_id)

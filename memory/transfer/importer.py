@@ -20,7 +20,7 @@ each reply goes to whoever spoke last.
 A chat that is the whole of a conversation as the user kept it (a SillyTavern chat, whose user may
 have kept another swipe of a reply, or edited or deleted a line, since the last import) is imported with
 `replace_edited`, in one chunk: what the log holds of it that the chat no longer does is replaced,
-and those exchanges' memories formed anew (memory.formation.kept_chat).
+and those exchanges' memories formed anew (memory.transfer.kept_chat).
 """
 
 from __future__ import annotations
@@ -36,53 +36,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.errors import InvalidInputError, UserFacingError
 from memory.formation.forming import FormationReport, MemoryFormation
-from memory.formation.import_filing import Filing
-from memory.formation.transcript import (
-    BYTE_ORDER_MARK,
-    MAX_CONTENT_CHARS,
-    MAX_ID_CHARS,
-    MAX_TRANSCRIPT_BYTES,
-    REQUIRED_FIELDS,
-    SkippedLine,
-    Transcript,
-    TranscriptLine,
-    json_object,
-    jsonl_lines,
-    line_error,
-    open_transcript,
-    parse_transcript,
-    parse_transcript_lines,
-    read_transcript,
-    read_transcript_text,
-    transcript_file_lines,
-)
 from memory.llm import LLMUnavailableError
+from memory.transfer.filing import Filing
+from memory.transfer.transcript import Transcript, TranscriptLine
 from memory.types import MemoryMode, MessageRole
 from models import Message, Personality
-
-# The transcript's reading lives in memory.formation.transcript; its names are imported from here too.
-__all__ = [
-    "BYTE_ORDER_MARK",
-    "MAX_CONTENT_CHARS",
-    "MAX_ID_CHARS",
-    "MAX_TRANSCRIPT_BYTES",
-    "REQUIRED_FIELDS",
-    "ImportIncompleteError",
-    "ImportReport",
-    "SkippedLine",
-    "Transcript",
-    "TranscriptImporter",
-    "TranscriptLine",
-    "json_object",
-    "jsonl_lines",
-    "line_error",
-    "open_transcript",
-    "parse_transcript",
-    "parse_transcript_lines",
-    "read_transcript",
-    "read_transcript_text",
-    "transcript_file_lines",
-]
 
 # Lines read, checked, stored and committed at a time, then remembered before the next are read: an
 # interrupted import keeps every chunk before it. Each chunk's formation ends in a drain (its last
@@ -112,16 +70,17 @@ class ImportIncompleteError(UserFacingError):
 
 
 class TranscriptImporter:
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], memory: MemoryFormation) -> None:
+    """Stores an import's lines in the message log and forms their memories, a chunk at a time."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], formation: MemoryFormation) -> None:
         self._sessionmaker = sessionmaker
-        self._memory = memory
+        self._formation = formation
 
     async def import_lines(
         self,
         lines: Iterable[TranscriptLine],
         *,
-        personality_id: int | None = None,
-        personality_user_id: str | None = None,
+        personality: Personality | None = None,
         default_user_id: str | None,
         skipped_lines: int = 0,
         mode: MemoryMode | None = None,
@@ -131,21 +90,14 @@ class TranscriptImporter:
         """Store the lines as messages, then form their exchanges' memories, a chunk at a time (each
         committed on its own: see the module docstring).
 
-        `personality_id` (its messages' author `personality_user_id`) takes every line;
-        without it, each line goes to the personality it names.
+        `personality` takes every line; without it, each line goes to the personality it names.
 
         replace_edited: the lines are the whole conversation as its user kept it (see the module
         docstring), so what the log holds of it that they no longer do is replaced; they are stored as
         one chunk, every reply to a line beside it."""
         filing = Filing(default_user_id, replace_edited=replace_edited)
-        if personality_id is not None:
-            if personality_user_id is None:
-                async with self._sessionmaker() as session:
-                    name = await session.scalar(
-                        select(Personality.name).where(Personality.id == personality_id)
-                    )
-                personality_user_id = f"personality:{name}"
-            filing.import_all_into(personality_id, personality_user_id)
+        if personality is not None:
+            filing.import_all_into(personality.id, personality.name)
         chunks = iter(lines)
         read = new = analyzed = 0
         report = FormationReport()
@@ -165,7 +117,7 @@ class TranscriptImporter:
             if not chunk:
                 break
             read, new = read + len(chunk), new + stored
-            await self._memory.store.drop_points(filing.forgotten)
+            await self._formation.store.drop_points(filing.forgotten)
             filing.forgotten.clear()
             if new - analyzed >= ANALYZE_AFTER:
                 analyzed = new
@@ -196,7 +148,7 @@ class TranscriptImporter:
         try:
             for conversation_id in sorted(conversation_ids):
                 report.add(
-                    await self._memory.form_pending(
+                    await self._formation.form_pending(
                         conversation_id=conversation_id, mode_override=mode, progress=step
                     )
                 )

@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from bot.runtime import Runtime
 from memory.errors import InvalidInputError
-from memory.formation.importer import MAX_CONTENT_CHARS
-from memory.formation.sillytavern import parse_send_date, parse_sillytavern
+from memory.transfer.sillytavern import parse_send_date, parse_sillytavern
+from memory.transfer.transcript import MAX_CONTENT_CHARS
 from memory.types import MessageRole
 from models import Memory, Message
 from testkit.imports import import_chat

@@ -11,7 +11,7 @@ and a date in none of these forms takes the time of the message before it, keepi
 The chat names no user id (the importer takes `--user`), and its messages no id: each gets one made
 from the chat (its creation date and character) and the message itself (speaker, date, words), so
 importing the same chat again, or a longer copy of it after more was said, stores only what is new,
-and a line edited or deleted since is known as the chat's and replaced (memory.formation.kept_chat).
+and a line edited or deleted since is known as the chat's and replaced (memory.transfer.kept_chat).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from memory.errors import InvalidInputError
-from memory.formation.importer import (
+from memory.transfer.kept_chat import chat_line_id
+from memory.transfer.moments import storable_moment
+from memory.transfer.transcript import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     SkippedLine,
@@ -36,8 +38,6 @@ from memory.formation.importer import (
     jsonl_lines,
     line_error,
 )
-from memory.formation.kept_chat import chat_line_id
-from memory.formation.moments import storable_moment
 from memory.types import MessageRole
 
 _EPOCH = re.compile(r"\d{9,14}(\.\d+)?")

@@ -20,7 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from memory.conversations import storable_text
 from memory.errors import InvalidInputError
-from memory.formation.moments import storable_moment
+from memory.transfer.moments import storable_moment
 from memory.types import MessageRole
 
 MAX_CONTENT_CHARS = 200_000

@@ -1,7 +1,7 @@
 """Where an import's lines go: each to its personality, its venue's conversation, and for a reply the
-user line it answers (see memory.formation.importer's docstring for the rules); and, for a chat
+user line it answers (see memory.transfer.importer's docstring for the rules); and, for a chat
 imported whole (`replace_edited`), what the log holds of it that it no longer does replaced
-(memory.formation.kept_chat), its new lines kept in the conversation holding it.
+(memory.transfer.kept_chat), its new lines kept in the conversation holding it.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from memory.conversations import (
     store_messages,
 )
 from memory.errors import InvalidInputError
-from memory.formation.import_held import HeldIn, conversations_holding
-from memory.formation.kept_chat import ids_stored_without_chat, replace_changed, venue_conversations
-from memory.formation.transcript import TranscriptLine
 from memory.owners.personality_fields import slugify
 from memory.tokens import count_tokens
+from memory.transfer.held import HeldIn, conversations_holding
+from memory.transfer.kept_chat import ids_stored_without_chat, replace_changed, venue_conversations
+from memory.transfer.transcript import TranscriptLine
 from memory.types import MessageRole
 from models import Conversation, Message, Personality
 
@@ -45,6 +45,11 @@ class _Filed:
     def in_venue_of(self, reply: TranscriptLine) -> bool:
         """In the channel and guild the reply names (what it leaves out matches anything)."""
         return reply.guild_id in (None, self.guild_id) and reply.channel_id in (None, self.channel_id)
+
+
+def personality_author_id(name: str) -> str:
+    """Who a personality's imported replies are stored as said by: as the chat stores its own replies."""
+    return f"personality:{name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +82,8 @@ class Filing:
         # Lines without a timestamp are stored as said when the import started, in their order.
         self._started = datetime.now(UTC)
 
-    def import_all_into(self, personality_id: int, author_id: str) -> None:
-        self._everything_into = _Personality(personality_id, author_id)
+    def import_all_into(self, personality_id: int, name: str) -> None:
+        self._everything_into = _Personality(personality_id, personality_author_id(name))
 
     @property
     def conversation_ids(self) -> list[int]:
@@ -137,7 +142,8 @@ class Filing:
         return new
 
     async def _file_user_line(self, line: TranscriptLine, personality: _Personality, held: HeldIn) -> _Filed:
-        """Where a user line goes: the conversation holding it (import_held), else its venue's; the latest."""
+        """Where a user line goes: the conversation holding it (memory.transfer.held), else its venue's;
+        the latest."""
         user_id = line.user_id or self._default_user_id
         if user_id is None:
             raise InvalidInputError(f"line {line.line_no}: user message has no user_id; pass --user ID")
@@ -252,13 +258,13 @@ class Filing:
                     f"line {line.line_no}: no personality named {line.personality!r}; "
                     "`personae personality list` shows them"
                 )
-            self._named[name] = _Personality(found, f"personality:{name}")
+            self._named[name] = _Personality(found, personality_author_id(name))
         return self._named[name]
 
     async def _conversation_of(
         self, line: TranscriptLine, personality_id: int, venue: Venue, held: HeldIn
     ) -> int:
-        """The conversation holding the line (import_held), else, for a chat imported whole, the one
+        """The conversation holding the line (memory.transfer.held), else, for a chat imported whole, the one
         holding the chat; else the venue's."""
         self._venues.add((personality_id, venue.key))
         found = held.get((personality_id, line.id, venue.key))
