@@ -30,7 +30,6 @@ from models.migrate import upgrade_database
 
 if TYPE_CHECKING:  # typing only; importing these costs seconds (litellm, torch) and happens on demand
     from memory.chat.service import ChatService
-    from memory.formation.pending import AwaitedReplies
     from memory.llm import LLMClient
     from memory.recall.embedders import Embedder
     from memory.recall.index import VectorIndex
@@ -69,7 +68,6 @@ class Runtime(Core):
     memory: MemoryService
     transfer: TransferService
     chat: ChatService
-    awaited: AwaitedReplies
 
 
 async def database_url(settings: BotSettings) -> str:

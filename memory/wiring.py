@@ -35,7 +35,6 @@ class MemoryServices:
     memory: MemoryService
     transfer: TransferService
     chat: ChatService
-    awaited: AwaitedReplies
 
 
 def wire_memory_services(
@@ -97,5 +96,4 @@ def wire_memory_services(
         memory=memory,
         transfer=TransferService(sessionmaker, formation),
         chat=chat,
-        awaited=awaited,
     )
