@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from memory.formation.fidelity import Facts, Vocabulary, key_facts, vocabulary, word_stem, zipf
+from memory.formation.quantities import hours_as_times, time_readings
 from memory.recall.keywords import encode_sparse_query
 
 # Words rarer than this on wordfreq's Zipf scale (under about one in 100,000 words) are what a text is
@@ -164,12 +165,21 @@ def holds_facts(statement: Statement, facts: Facts) -> bool:
     held = statement.held
     if held is None:
         raise ValueError("a stored claim holds no vocabulary")
+    values = held_values(held)
     return (
         all(any(stem in held.words for stem in stems) for stems in facts.names.values())
-        and facts.numbers <= held.numbers
-        and facts.times <= held.times
+        and facts.numbers <= values
+        and facts.times <= values
         and all(date in held.words for date in facts.dates)
     )
+
+
+def held_values(held: Vocabulary) -> frozenset[str]:
+    """The numbers and times a text holds in every way they are written: "6am" holds 6, "at six" the
+    full hours 6:00 and 18:00 ("plays the trumpet at 6am" is said again as "... at six every
+    morning"), "1.5k" 1500; but a time is not its other side of noon ("6pm" is no "6am")."""
+    flipped = time_readings(held.times) - held.times
+    return (held.readings - flipped) | held.numbers | held.times | hours_as_times(held.numbers)
 
 
 def shares_anchors(a: Statement, b: Statement) -> bool:
