@@ -30,6 +30,7 @@ from memory.recall.question import read_question
 from memory.recall.ranking import (
     ABOUT_USER_DENSE_WEIGHT,
     DENSE_WEIGHT,
+    as_arrays,
     by_score,
     fuse,
     one_of_each,
@@ -168,7 +169,7 @@ async def recall(
         if not read:
             return []
         ranked = one_of_each(pins_first(questions_last(by_score(read, scores), asking), about))
-        vectors = await index.dense_vectors([m.id for m in ranked])
+        vectors = as_arrays(await index.dense_vectors([m.id for m in ranked]))
         hits = restatements_last(
             without_near_duplicates(ranked, vectors, words, question, names), vectors, names
         )[:limit]
