@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from memory.formation.fidelity import Facts, Vocabulary, key_facts, vocabulary, word_stem, zipf
-from memory.formation.quantities import hours_as_times, time_readings
+from memory.formation.quantities import hour_numbers, hours_as_times
 from memory.recall.keywords import encode_sparse_query
 
 # Words rarer than this on wordfreq's Zipf scale (under about one in 100,000 words) are what a text is
@@ -175,11 +175,10 @@ def holds_facts(statement: Statement, facts: Facts) -> bool:
 
 
 def held_values(held: Vocabulary) -> frozenset[str]:
-    """The numbers and times a text holds in every way they are written: "6am" holds 6, "at six" the
-    full hours 6:00 and 18:00 ("plays the trumpet at 6am" is said again as "... at six every
-    morning"), "1.5k" 1500; but a time is not its other side of noon ("6pm" is no "6am")."""
-    flipped = time_readings(held.times) - held.times
-    return (held.readings - flipped) | held.numbers | held.times | hours_as_times(held.numbers)
+    """The numbers and times a text holds, a full hour as its number and a number as the full hours
+    it may be: "6am" holds 6, "at six" 6:00 and 18:00 ("plays the trumpet at 6am" is said again as
+    "... at six every morning"); but a time is not its other side of noon ("6pm" is no "6am")."""
+    return held.numbers | held.times | hour_numbers(held.times) | hours_as_times(held.numbers)
 
 
 def shares_anchors(a: Statement, b: Statement) -> bool:
