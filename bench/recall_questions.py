@@ -8,7 +8,8 @@ roleplay, read by the product's SillyTavern reader, imported for user `kael`; it
 `st#N`, the Nth message), and bench/data/brannoc_roleplay.jsonl (a tavern roleplay with *actions*,
 written after the levers were chosen: held out), and bench/data/asked_first.jsonl (issue 31: facts
 told, then asked about in exchanges of their own; Wren's replies hold the words of four unrelated
-questions). Questions: bench/data/eval_questions.jsonl (direct,
+questions), and bench/data/juniper_heldout.jsonl (issue 31's third pass: everyday facts in a DM,
+held out). Questions: bench/data/eval_questions.jsonl (direct,
 over the eval chat) and bench/data/recall_questions.jsonl (direct, gathering, and unrelated ones
 asked of every user).
 
@@ -68,6 +69,9 @@ CHATS = (
     # Issue 31: each fact told, then asked about in an exchange of its own (the question and its answer
     # in different memories), Wren's replies holding the words of the unrelated questions added then.
     Chat("asked", DATA / "asked_first.jsonl", "Wren"),
+    # Issue 31's third pass: a DM chat of everyday facts over four days, written before any lever of
+    # that pass was tried, to check them on a chat they were not tuned on (held out).
+    Chat("juniper", DATA / "juniper_heldout.jsonl", "Juniper"),
 )
 
 

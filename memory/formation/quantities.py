@@ -247,6 +247,11 @@ def thousands(text: str) -> set[str]:
     return {canonical_number(str(float(m.group(1)) * 1000)) for m in _THOUSANDS_RE.finditer(text)}
 
 
+def hours_as_times(numbers: Iterable[str]) -> set[str]:
+    """The full hours a bare number may be, either side of noon ("at six" is 6:00 or 18:00)."""
+    return time_readings(f"{int(n)}:00" for n in numbers if n.isdigit() and 0 < int(n) <= 24)
+
+
 def hour_numbers(times: Iterable[str]) -> set[str]:
     """The hours of full times ("15:00" holds "15" and "3")."""
     return {

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from memory.formation.fidelity import Facts, Vocabulary, key_facts, vocabulary, word_stem, zipf
+from memory.formation.quantities import hour_numbers, hours_as_times
 from memory.recall.keywords import encode_sparse_query
 
 # Words rarer than this on wordfreq's Zipf scale (under about one in 100,000 words) are what a text is
@@ -164,12 +165,20 @@ def holds_facts(statement: Statement, facts: Facts) -> bool:
     held = statement.held
     if held is None:
         raise ValueError("a stored claim holds no vocabulary")
+    values = held_values(held)
     return (
         all(any(stem in held.words for stem in stems) for stems in facts.names.values())
-        and facts.numbers <= held.numbers
-        and facts.times <= held.times
+        and facts.numbers <= values
+        and facts.times <= values
         and all(date in held.words for date in facts.dates)
     )
+
+
+def held_values(held: Vocabulary) -> frozenset[str]:
+    """The numbers and times a text holds, a full hour as its number and a number as the full hours
+    it may be: "6am" holds 6, "at six" 6:00 and 18:00 ("plays the trumpet at 6am" is said again as
+    "... at six every morning"); but a time is not its other side of noon ("6pm" is no "6am")."""
+    return held.numbers | held.times | hour_numbers(held.times) | hours_as_times(held.numbers)
 
 
 def shares_anchors(a: Statement, b: Statement) -> bool:

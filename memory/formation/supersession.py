@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.formation.fidelity import Vocabulary, key_facts, vocabulary, word_stem, zipf
-from memory.formation.restatements import RARE_ZIPF
+from memory.formation.restatements import RARE_ZIPF, held_values
 
 # A word of what a claim is about is rarer than this (Zipf): "cat" (4.9), "sister" (5.0), not "have"
 # (6.9) or "called" (5.6).
@@ -54,7 +54,7 @@ class WrongValues:
         """Whether a text holding this vocabulary states one of the wrong values."""
         if self.words & held.words:
             return True
-        return bool(self.numbers & (held.numbers | held.words)) and (
+        return bool(self.numbers & (held_values(held) | held.words)) and (
             not self.subject or bool(self.subject & held.words)
         )
 

@@ -17,13 +17,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-
-import numpy as np
+from functools import cache
 
 from memory.recall.keywords import query_terms
 from memory.recall.question import Question
-from memory.recall.ranking import facts_of, telling, vocabulary_of
+from memory.recall.ranking import Vectors, closeness_matrix, facts_of, telling, vocabulary_of
 from memory.recall.recalled import StoredMemory
 from memory.recall.relevance import MemoryWords
 
@@ -44,53 +42,61 @@ NEGATED = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Kept:
-    """A memory kept: its stored embedding (unit length), its names and numbers, what it negates."""
-
-    unit: np.ndarray
-    facts: frozenset[str]
-    negated: frozenset[int]
-
-    def restated_by(self, unit: np.ndarray, held: frozenset[str], negated: frozenset[int]) -> bool:
-        """Whether a memory this close, holding these words, negating these, says it again: its
-        names and numbers among the other's words, the same negations."""
-        at_least = SAME_FACTS_CLOSENESS if telling(self.facts) else NEAR_DUPLICATE_CLOSENESS
-        return float(unit @ self.unit) >= at_least and negated == self.negated and self.facts <= held
-
-
 def without_near_duplicates(
     ranked: Sequence[StoredMemory],
-    vectors: Mapping[uuid.UUID, Sequence[float]],
+    vectors: Vectors,
     words: Mapping[uuid.UUID, MemoryWords],
     question: Question,
     names: Collection[str] = (),
 ) -> list[StoredMemory]:
     """The memories in order, each near-duplicate of one kept above it left out (see the module
-    docstring); a pin always stays. The participants' `names` are in every memory, no facts of one."""
+    docstring); a pin always stays. The participants' `names` are in every memory, no facts of one.
+    Every pair's closeness comes from one product; a memory's text is read only when one kept above
+    it is close enough to be said again, which few are."""
     spoken = {name.casefold() for name in names}
-    kept: list[_Kept] = []
+    rows, cosines = closeness_matrix(ranked, vectors)
+    by_row = {row: memory for memory in ranked if (row := rows.get(memory.id)) is not None}
+    held = cache(vocabulary_of)
+
+    @cache
+    def facts(row: int) -> frozenset[str]:
+        return facts_of(by_row[row].content) - spoken
+
+    @cache
+    def negated(row: int) -> frozenset[int]:
+        own = words.get(by_row[row].id)
+        return _negated(own.users if own is not None else by_row[row].content)
+
+    def restates(row: int, close: list[int], above: list[StoredMemory]) -> bool:
+        # No name or number new to the memories above; one close one's held, its negations the same.
+        if not facts(row) <= frozenset().union(*(held(m.content) for m in above)):
+            return False
+        return any(
+            cosines[row, other] >= _closeness_for(facts(other))
+            and negated(row) == negated(other)
+            and facts(other) <= held(by_row[row].content)
+            for other in close
+        )
+
+    kept: list[int] = []  # the rows kept, a pin's aside
     asked_held: set[int] = set()  # the question's terms the memories kept so far hold
-    vocabulary: set[str] = set()  # their words and numbers
-    result = []
+    result: list[StoredMemory] = []
     for memory in ranked:
-        vector = vectors.get(memory.id)
         own = words.get(memory.id)
-        negated = _negated(own.users if own is not None else memory.content)
         asked = set(question.content_terms).intersection(own.user_terms if own is not None else ())
-        held = vocabulary_of(memory.content)
-        if vector is not None and not memory.pinned:
-            unit = np.asarray(vector, dtype=np.float32)
-            unit /= float(np.linalg.norm(unit)) or 1.0
-            facts = facts_of(memory.content) - spoken
-            adds = not asked <= asked_held or not facts <= vocabulary
-            if not adds and any(other.restated_by(unit, held, negated) for other in kept):
+        row = rows.get(memory.id)
+        if row is not None and not memory.pinned:
+            close = [other for other in kept if cosines[row, other] >= SAME_FACTS_CLOSENESS]
+            if close and asked <= asked_held and restates(row, close, result):
                 continue
-            kept.append(_Kept(unit, facts, negated))
-        vocabulary |= held
+            kept.append(row)
         asked_held |= asked
         result.append(memory)
     return result
+
+
+def _closeness_for(facts: frozenset[str]) -> float:
+    return SAME_FACTS_CLOSENESS if telling(facts) else NEAR_DUPLICATE_CLOSENESS
 
 
 def _negated(text: str) -> frozenset[int]:

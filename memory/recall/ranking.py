@@ -86,49 +86,70 @@ def one_of_each(ranked: Sequence[StoredMemory]) -> list[StoredMemory]:
     return kept
 
 
+# A stored vector as the index gives it (a list of floats) or as read into an array once.
+Vectors = Mapping[uuid.UUID, Sequence[float] | np.ndarray]
+
+
+def as_arrays(vectors: Mapping[uuid.UUID, Sequence[float]]) -> dict[uuid.UUID, np.ndarray]:
+    """The vectors as rows of one float32 array: their Python floats read once (~0.3 ms for 20 of
+    384), not by each step that compares them."""
+    if not vectors:
+        return {}
+    return dict(zip(vectors, np.asarray(list(vectors.values()), dtype=np.float32), strict=True))
+
+
+def closeness_matrix(
+    ranked: Sequence[StoredMemory], vectors: Vectors
+) -> tuple[dict[uuid.UUID, int], np.ndarray]:
+    """Each memory's row (those with a stored vector) and the cosines of every pair, in one product."""
+    rows = {memory.id: row for row, memory in enumerate(m for m in ranked if m.id in vectors)}
+    if not rows:
+        return rows, np.zeros((0, 0), dtype=np.float32)
+    units = np.array([vectors[i] for i in rows], dtype=np.float32)
+    units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-12)
+    return rows, units @ units.T
+
+
 def restatements_last(
-    ranked: Sequence[StoredMemory], vectors: Mapping[uuid.UUID, Sequence[float]], names: Collection[str] = ()
+    ranked: Sequence[StoredMemory], vectors: Vectors, names: Collection[str] = ()
 ) -> list[StoredMemory]:
     """The memories in order, each that restates one kept above it moved after all the others (see
     SAME_FACTS_CLOSENESS); a pin keeps its place. The participants' `names` are in every memory, no
-    facts of one."""
+    facts of one. A memory's text is read only when one kept above it is that close."""
     spoken = {name.casefold() for name in names}
-    kept: list[tuple[np.ndarray, frozenset[str], frozenset[str]]] = []
+    rows, cosines = closeness_matrix(ranked, vectors)
+    read: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def facts_and_words(row: int, memory: StoredMemory) -> tuple[frozenset[str], frozenset[str]]:
+        if row not in read:
+            read[row] = (facts_of(memory.content) - spoken, vocabulary_of(memory.content))
+        return read[row]
+
+    kept: list[tuple[int, StoredMemory]] = []
     first, later = [], []
     for memory in ranked:
-        vector = vectors.get(memory.id)
-        if vector is None or memory.pinned:
+        row = rows.get(memory.id)
+        if row is None or memory.pinned:
             first.append(memory)
             continue
-        unit = np.asarray(vector, dtype=np.float32)
-        unit /= float(np.linalg.norm(unit)) or 1.0
-        facts = facts_of(memory.content) - spoken
-        words = vocabulary_of(memory.content)
-        if any(_restates(unit, facts, words, *other) for other in kept):
+        close = [(other, m) for other, m in kept if cosines[row, other] >= SAME_FACTS_CLOSENESS]
+        if close and any(
+            _restates(*facts_and_words(row, memory), *facts_and_words(other, m)) for other, m in close
+        ):
             later.append(memory)
         else:
             first.append(memory)
-            kept.append((unit, facts, words))
+            kept.append((row, memory))
     return first + later
 
 
 def _restates(
-    vector: np.ndarray,
-    facts: frozenset[str],
-    words: frozenset[str],
-    other: np.ndarray,
-    other_facts: frozenset[str],
-    other_words: frozenset[str],
+    facts: frozenset[str], words: frozenset[str], other_facts: frozenset[str], other_words: frozenset[str]
 ) -> bool:
-    """Close, and each holds the other's facts among its words, telling ones between them: "Nora, my
-    sister, works at Google" holds those of "My sister Nora works at Google" though "Nora" starts
-    a sentence there (no fact then)."""
-    return (
-        float(vector @ other) >= SAME_FACTS_CLOSENESS
-        and telling(facts | other_facts)
-        and facts <= other_words
-        and other_facts <= words
-    )
+    """Each holds the other's facts among its words, telling ones between them (the two already
+    SAME_FACTS_CLOSENESS close): "Nora, my sister, works at Google" holds those of "My sister Nora
+    works at Google" though "Nora" starts a sentence there (no fact then)."""
+    return telling(facts | other_facts) and facts <= other_words and other_facts <= words
 
 
 def telling(facts: frozenset[str]) -> bool:

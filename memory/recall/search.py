@@ -30,6 +30,7 @@ from memory.recall.question import read_question
 from memory.recall.ranking import (
     ABOUT_USER_DENSE_WEIGHT,
     DENSE_WEIGHT,
+    as_arrays,
     by_score,
     fuse,
     one_of_each,
@@ -42,6 +43,7 @@ from memory.recall.relevance import (
     MemoryWords,
     add_bonuses,
     asking_again,
+    asks_about_users_words,
     questions_last,
     relevant,
 )
@@ -159,6 +161,9 @@ async def recall(
         for *fields, by_user, in_reply in rows:
             read.append(memory := StoredMemory(*fields))
             words[memory.id] = MemoryWords.read(memory.content, memory.summarized, by_user, in_reply)
+        if asks_about_users_words(question, words):
+            question = dataclasses.replace(question, about_user=True)
+            scores = fuse(found, dense_weight=ABOUT_USER_DENSE_WEIGHT)
         cosines = {h.id: h.score for h in found.dense}
         pins = {m.id for m in read if m.pinned and m.id in about}
         asking = asking_again(question, words)
@@ -168,7 +173,7 @@ async def recall(
         if not read:
             return []
         ranked = one_of_each(pins_first(questions_last(by_score(read, scores), asking), about))
-        vectors = await index.dense_vectors([m.id for m in ranked])
+        vectors = as_arrays(await index.dense_vectors([m.id for m in ranked]))
         hits = restatements_last(
             without_near_duplicates(ranked, vectors, words, question, names), vectors, names
         )[:limit]
