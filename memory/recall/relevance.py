@@ -32,7 +32,7 @@ from sqlalchemy import ScalarSelect, any_, func, select
 from sqlalchemy.sql.selectable import LateralFromClause
 
 from memory.recall.keywords import query_terms
-from memory.recall.question import ENTITY_WEIGHT, Question, asked_in
+from memory.recall.question import Question, asked_in
 from memory.types import MessageRole
 from models import Memory, Message
 
@@ -229,15 +229,3 @@ def questions_last(ranked: Sequence[T], asking: Collection[uuid.UUID]) -> list[T
     """The memories in order, those whose user only asked the question again (`asking`, from
     `asking_again`) after the others, in their order."""
     return [m for m in ranked if m.id not in asking] + [m for m in ranked if m.id in asking]
-
-
-def asks_about_users_words(question: Question, words: Mapping[uuid.UUID, MemoryWords]) -> bool:
-    """Whether a question with no "I" or "my" in it asks about the user's life all the same: what it
-    is about (its topic) and every name it holds are in the user's own words of one memory read ("How
-    much will the brake repair cost?" after "My car failed its MOT, the brake pads are worn"; not "how
-    many moons does Jupiter have" after "by the new moon"). Not one naming the two who talk, nor one
-    without a topic."""
-    if question.about_user or question.about_participants or not question.topic:
-        return False
-    wanted = question.topic | {t for t, weight in question.content_terms.items() if weight >= ENTITY_WEIGHT}
-    return any(wanted <= w.user_terms for w in words.values())

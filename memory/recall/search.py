@@ -43,7 +43,6 @@ from memory.recall.relevance import (
     MemoryWords,
     add_bonuses,
     asking_again,
-    asks_about_users_words,
     questions_last,
     relevant,
 )
@@ -161,9 +160,6 @@ async def recall(
         for *fields, by_user, in_reply in rows:
             read.append(memory := StoredMemory(*fields))
             words[memory.id] = MemoryWords.read(memory.content, memory.summarized, by_user, in_reply)
-        if asks_about_users_words(question, words):
-            question = dataclasses.replace(question, about_user=True)
-            scores = fuse(found, dense_weight=ABOUT_USER_DENSE_WEIGHT)
         cosines = {h.id: h.score for h in found.dense}
         pins = {m.id for m in read if m.pinned and m.id in about}
         asking = asking_again(question, words)
