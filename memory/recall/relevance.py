@@ -9,8 +9,6 @@ said: "without a lecture" in Lilith's reply makes no memory of a "quantum chromo
   content words it holds (`Question.coverage`), or that share alone when it is half the question's
   content at least. Unless a memory read reaches the floor, the question is not about anything said:
   nothing is recalled; a general question's memory must hold its topic, the question's rarest word.
-  A question without "I" or "my" whose topic and names the user's own words hold asks about the
-  user all the same (`asks_about_users_words`): "How much will the brake repair cost?".
   When one does, the others that share no word with the question and stay below
   the floor are left out too, and so is any whose score is 0 (the last of every side found, and
   earning no bonus).
