@@ -153,21 +153,26 @@ class ExchangeSummarizer:
     ) -> list[SummaryResult]:
         """The items' summaries in as many calls as the model's pace allows (memory.formation.pace):
         a model not yet known to answer numbered batches gets probes of a few exchanges first."""
-        results: list[SummaryResult] = []
-        while items:
-            if len(items) == 1:
-                return [*results, *(await self._batch(items, cfg, prompt, progress))]
+        done: dict[int, SummaryResult] = {}
+        left = list(range(len(items)))
+        while len(left) > 1:
             # Probes in flight beyond what the endpoint serves at once would only queue there.
             serves = self._llm.limit_for(cfg.provider, cfg.api_base).level
-            async with self.pace.batch_turn(cfg, len(items), serves=serves) as size:
+            async with self.pace.batch_turn(cfg, len(left), serves=serves) as size:
                 if size > 1:
-                    results += await self._batch(items[:size], cfg, prompt, progress)
-                    items = items[size:]
+                    # A probe holds the shortest exchanges: unparsed, it is paid for nothing.
+                    chosen = sorted(sorted(left, key=lambda i: items[i].tokens)[:size])
+                    answered = await self._batch([items[i] for i in chosen], cfg, prompt, progress)
+                    done.update(zip(chosen, answered, strict=True))
+                    left = [i for i in left if i not in done]
                     continue
             # Asked one exchange per call: all at once, as the concurrency limit allows.
-            singles = await asyncio.gather(*(self._batch([i], cfg, prompt, progress) for i in items))
-            return [*results, *(result for single in singles for result in single)]
-        return results
+            singles = await asyncio.gather(*(self._batch([items[i]], cfg, prompt, progress) for i in left))
+            done.update((i, result) for i, single in zip(left, singles, strict=True) for result in single)
+            left = []
+        for i in left:
+            [done[i]] = await self._batch([items[i]], cfg, prompt, progress)
+        return [done[i] for i in range(len(items))]
 
     async def _batch(
         self, items: list[Asked], cfg: ModelConfig, prompt: str | None, progress: ProgressCallback | None

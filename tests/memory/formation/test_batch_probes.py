@@ -92,3 +92,26 @@ async def test_a_model_that_fumbled_its_first_batch_is_tried_again_later(llm_ser
     assert REPROBE_EVERY <= sizes.count(1) - 2 < REPROBE_EVERY + 8
     assert sizes[-4:] == [PROBE_EXCHANGES, 8 - PROBE_EXCHANGES, 8, 8]
     assert summarizer.pace.singles() == []
+
+
+async def test_a_probe_holds_the_shortest_exchanges_and_answers_come_back_in_order(
+    llm_server: LLMTestServer,
+) -> None:
+    """An unparsed probe is paid for nothing: it is made of the batch's shortest exchanges."""
+    llm_server.responder = SummarizerModel("malformed")
+    summarizer = ExchangeSummarizer(LLMClient(max_retries=0))
+    filler = "We talked a long while about the weather, the long winter and the price of bread. " * 3
+    short = {
+        2: "Bob: Tom lent me 4 chairs on Friday\nSage: 4 chairs from Tom!",
+        5: "Bob: Ann is 7 today\nSage: 7!",
+    }
+    texts = [
+        short.get(n) or f"Bob: I bought {n} plums in Lisbon. {filler}\nSage: {n} plums!" for n in range(8)
+    ]
+    results = await summarizer.summarize_exchanges(
+        [ExchangeText(text, (), ("Bob", "Sage")) for text in texts], cfg=_cfg(llm_server)
+    )
+    [probe] = [exchanges_asked(r) for r in llm_server.requests if len(exchanges_asked(r)) > 1]
+    assert "Tom lent me 4 chairs" in probe[0] and "Ann is 7 today" in probe[1]
+    assert "Tom" in results[2].text and "Ann" in results[5].text
+    assert all(f"{n} plums" in results[n].text for n in (0, 1, 3, 4, 6, 7))
