@@ -126,7 +126,7 @@ class ExchangeSummarizer:
         size = 0
         for index, item in enumerate(items):
             # An exchange too long for one call goes alone (in chunks); so does the one after it.
-            full = not batches or len(batches[-1]) >= self.pace.batch_size(cfg, self._batch_exchanges)
+            full = not batches or len(batches[-1]) >= self._batch_exchanges
             if full or size + item.tokens > self._input_tokens:
                 batches.append([index])
                 size = item.tokens
@@ -134,7 +134,7 @@ class ExchangeSummarizer:
                 batches[-1].append(index)
                 size += item.tokens
         done = await asyncio.gather(
-            *(self._batch([items[i] for i in batch], cfg, prompt, progress) for batch in batches)
+            *(self._paced([items[i] for i in batch], cfg, prompt, progress) for batch in batches)
         )
         results: list[SummaryResult | None] = [None] * len(items)
         for batch, batch_results in zip(batches, done, strict=True):
@@ -147,6 +147,32 @@ class ExchangeSummarizer:
         tokens = count_tokens(source)  # counted once: ~0.3 ms for an exchange of chat
         cap = summary_token_cap(tokens, floor=self._min_tokens, ceiling=self._max_tokens)
         return Asked(exchange, source, tokens, cap)
+
+    async def _paced(
+        self, items: list[Asked], cfg: ModelConfig, prompt: str | None, progress: ProgressCallback | None
+    ) -> list[SummaryResult]:
+        """The items' summaries in as many calls as the model's pace allows (memory.formation.pace):
+        a model not yet known to answer numbered batches gets probes of a few exchanges first."""
+        done: dict[int, SummaryResult] = {}
+        left = list(range(len(items)))
+        while len(left) > 1:
+            # Probes in flight beyond what the endpoint serves at once would only queue there.
+            serves = self._llm.limit_for(cfg.provider, cfg.api_base).level
+            async with self.pace.batch_turn(cfg, len(left), serves=serves) as size:
+                if size > 1:
+                    # A probe holds the shortest exchanges: unparsed, it is paid for nothing.
+                    chosen = sorted(sorted(left, key=lambda i: items[i].tokens)[:size])
+                    answered = await self._batch([items[i] for i in chosen], cfg, prompt, progress)
+                    done.update(zip(chosen, answered, strict=True))
+                    left = [i for i in left if i not in done]
+                    continue
+            # Asked one exchange per call: all at once, as the concurrency limit allows.
+            singles = await asyncio.gather(*(self._batch([items[i]], cfg, prompt, progress) for i in left))
+            done.update((i, result) for i, single in zip(left, singles, strict=True) for result in single)
+            left = []
+        for i in left:
+            [done[i]] = await self._batch([items[i]], cfg, prompt, progress)
+        return [done[i] for i in range(len(items))]
 
     async def _batch(
         self, items: list[Asked], cfg: ModelConfig, prompt: str | None, progress: ProgressCallback | None
@@ -178,8 +204,6 @@ class ExchangeSummarizer:
             named = not slow or "LLM_TIMEOUT" in exc.reason
             detail = exc.reason if named else f"{exc.reason}; raise LLM_TIMEOUT for a slow model"
             return _settled(progress, [self._fallback(item, reason, detail, cfg) for item in items])
-        if len(items) > 1:
-            self.pace.batch_answered(cfg, parsed=answers is not None)
         if answers is None:
             if len(items) == 1:
                 return _settled(progress, [self._fallback(items[0], FallbackReason.UNPARSEABLE, None, cfg)])
@@ -260,11 +284,15 @@ class ExchangeSummarizer:
         answer = await self._llm.complete(cfg, messages, max_tokens=max_tokens, retry_timeouts=single)
         parsed = parse_numbered(answer, len(items))
         if parsed is None and not single and is_refusal(answer):
+            # A refusal says nothing of whether the model can number its answers.
             self.pace.answered(cfg, refused=True)
             if self.pace.refuses(cfg):
                 # A model that refused all it was asked lately: its refusal of the batch is each
                 # exchange's, not a reason to pay for every exchange again alone.
+                self.pace.batch_answered(cfg, parsed=True)
                 return [answer] * len(items)
+        elif not single:
+            self.pace.batch_answered(cfg, parsed=parsed is not None)
         return parsed
 
     async def _chunked(self, item: Asked, cfg: ModelConfig, prompt: str | None) -> SummaryResult:

@@ -71,5 +71,6 @@ async def test_a_model_refusing_everything_is_not_asked_each_exchange_again(
         batch = [ExchangeText(text, (), ("Bob", "Sage")) for text in EXCHANGES[start : start + 4]]
         reasons += [r.reason for r in await summarizer.summarize_exchanges(batch, cfg=_cfg(llm_server))]
     assert reasons == [FallbackReason.REFUSED] * 12
-    # The first batch and its 4 exchanges alone, then one call for each of the other two batches.
-    assert len(llm_server.requests) == 1 + 4 + 1 + 1
+    # A probe of the first batch's first 2 and those 2 alone; its other 2, refused as a batch, are each
+    # exchange's now; then one call for each of the other two batches.
+    assert len(llm_server.requests) == 1 + 2 + 1 + 1 + 1
