@@ -13,6 +13,9 @@ import tempfile
 from pathlib import Path
 
 RAM_DISK = Path("/dev/shm")
+# A run writes tens of MB there (pytest keeps three runs' folders) and its PostgreSQL some hundreds;
+# a container's default /dev/shm of 64 MB would fill up, and then the disk it is.
+ENOUGH_FREE = 2 << 30
 
 
 def prefer_ram_tempdir() -> None:
@@ -20,6 +23,9 @@ def prefer_ram_tempdir() -> None:
     when it is there and writable, unless TMPDIR is set already (the user's choice, or the xdist
     controller's, which its workers inherit)."""
     if "TMPDIR" in os.environ or not _is_tmpfs(RAM_DISK) or not os.access(RAM_DISK, os.W_OK | os.X_OK):
+        return
+    usage = os.statvfs(RAM_DISK)
+    if usage.f_bavail * usage.f_frsize < ENOUGH_FREE:
         return
     os.environ["TMPDIR"] = str(RAM_DISK)
     tempfile.tempdir = None  # gettempdir() caches its first answer; read TMPDIR again
