@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +34,11 @@ def url_for_database(url: str, name: str) -> str:
 
 def run_root(run_id: str) -> Path:
     """The run's folder: short (PostgreSQL's unix socket path must stay under 107 bytes) and
-    world-traversable (PostgreSQL runs as another user when tests run as root)."""
-    return Path("/tmp") / f"personae-pg-{run_id[:12]}"
+    world-traversable (PostgreSQL runs as another user when tests run as root); in the temporary
+    directory (RAM where testkit.ram_tmp chose it: clones and TRUNCATEs create and delete files),
+    /tmp where that directory's path is too long."""
+    tmp = Path(tempfile.gettempdir())
+    return (tmp if len(str(tmp)) <= 40 else Path("/tmp")) / f"personae-pg-{run_id[:12]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
@@ -21,7 +23,37 @@ def reset_signal_dispositions() -> None:
 
 
 def children() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)}
+    """This process's descendants: from the kernel's lists of each thread's children where it keeps
+    them (a few small reads), else psutil's scan of every process on the machine (5.8 ms among 170
+    processes; the suite asks twice per test)."""
+    if not _KERNEL_LISTS_CHILDREN:
+        return {child.pid for child in psutil.Process().children(recursive=True)}
+    found: set[int] = set()
+    parents = [os.getpid()]
+    while parents:
+        for child in _children_of(parents.pop()):
+            if child not in found:
+                found.add(child)
+                parents.append(child)
+    return found
+
+
+# Linux with CONFIG_PROC_CHILDREN: /proc/PID/task/TID/children.
+_KERNEL_LISTS_CHILDREN = Path(f"/proc/self/task/{os.getpid()}/children").exists()
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # it ended meanwhile
+        return []
+    pids: list[int] = []
+    for thread in threads:
+        try:
+            pids.extend(map(int, Path(f"/proc/{pid}/task/{thread}/children").read_text().split()))
+        except OSError:  # the thread ended meanwhile
+            continue
+    return pids
 
 
 def kill_children(pids: Iterable[int]) -> None:

@@ -31,6 +31,7 @@ from testkit.cli import INHERITED, cli_environment
 from testkit.llm_server import LLMTestServer
 from testkit.postgres import RunCluster, join_run_cluster, leave_run_cluster, run_root
 from testkit.processes import children, kill_children, reset_signal_dispositions
+from testkit.ram_tmp import prefer_ram_tempdir
 from tests.tiers import mark_tiers, register_markers
 
 _RUN_ID = "PERSONAE_TEST_RUN"
@@ -39,6 +40,7 @@ _RUN_ID = "PERSONAE_TEST_RUN"
 def pytest_configure(config: pytest.Config) -> None:
     reset_signal_dispositions()
     register_markers(config)
+    prefer_ram_tempdir()
     # `python -m bot.cli` in a subprocess runs this checkout's code whatever its working directory (a
     # test's tmp folder would otherwise find the installed one, another checkout's in a worktree).
     root = str(Path(__file__).resolve().parents[1])
