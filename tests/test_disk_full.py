@@ -41,6 +41,13 @@ rm -f "$DISK/filler"
 """
 
 
+# Mount a tmpfs on a folder of its own, then leave nothing behind: the folder outlives the namespace.
+PROBE = (
+    'd=$(mktemp -d) || exit 1; mount -t tmpfs -o size=1m tmpfs "$d"; r=$?; '
+    'umount "$d" 2>/dev/null; rmdir "$d"; exit $r'
+)
+
+
 def _namespace() -> list[str] | None:
     """How to run a shell in a mount namespace of its own where it may mount a tmpfs; None if it can't."""
     if shutil.which("unshare") is None:
@@ -49,7 +56,7 @@ def _namespace() -> list[str] | None:
     tries.append(["unshare", "--user", "--map-current-user", "--mount"])
     for unshare in tries:
         probe = subprocess.run(
-            [*unshare, "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o size=1m tmpfs "$d"'],
+            [*unshare, "sh", "-c", PROBE],
             capture_output=True,
             check=False,
         )
