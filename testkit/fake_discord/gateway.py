@@ -97,6 +97,7 @@ class Gateway(DiscordState):
                         {"op": 0, "t": "READY", "s": next(self._sequence), "d": self._ready(shard, served)}
                     )
                     if served:
+                        self.guild_sent = True
                         await send(
                             {
                                 "op": 0,

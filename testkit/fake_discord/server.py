@@ -11,9 +11,15 @@ import discord
 import yarl
 from aiohttp import web
 
-from testkit.fake_discord.records import TOKEN
+from testkit.fake_discord.records import GUILD, TOKEN
 from testkit.fake_discord.rest import RestApi
 from testkit.fake_discord.users import UserActions
+
+# discord.py holds READY back until no GUILD_CREATE came for `guild_ready_timeout` (2 s: a real gateway
+# streams a bot's guilds in, 0.5 s here cost the suite a minute over its ~150 bot starts). This gateway
+# writes its one guild in the same turn of the event loop as READY, so the bot has read it before it
+# starts to wait; `start` checks that it did.
+GUILD_WAIT = 0.05
 
 
 class FakeDiscord(UserActions, RestApi):
@@ -44,7 +50,8 @@ class FakeDiscord(UserActions, RestApi):
     async def start(self, bot: Any) -> None:
         """Start the bot as `personae run` does (login, extensions, gateway), then wait until it is
         ready and has done what READY starts (reading back what it missed)."""
-        self.bot = bot
+        self.bot, self.guild_sent = bot, False
+        bot._connection.guild_ready_timeout = GUILD_WAIT
         await bot.__aenter__()  # as `personae run` enters it (`async with PersonaeBot(...)`)
         self._bot_task = asyncio.create_task(bot.start(TOKEN), name="fake-discord-bot")
         ready = asyncio.create_task(bot.wait_until_ready())
@@ -53,6 +60,8 @@ class FakeDiscord(UserActions, RestApi):
             ready.cancel()
             self._bot_task.result()  # raises the bot's error
             raise RuntimeError("the bot stopped before it was ready")
+        if self.guild_sent and bot.get_guild(GUILD) is None:
+            raise RuntimeError(f"the bot was ready before its guild came ({GUILD_WAIT} s after READY)")
         await self.settle()
 
     async def stop(self) -> None:

@@ -44,6 +44,7 @@ class DiscordState:
         self.files: dict[str, bytes] = {}  # what the CDN serves, by path
         self.requests: list[Request] = []  # every request the bot made, in order
         self.typing: list[int] = []  # channels the bot showed "typing…" in
+        self.guild_sent = False  # whether the gateway sent its guild to the bot started last
         self.channels: dict[int, dict[str, Any]] = {}
         self.threads: dict[int, dict[str, Any]] = {}
         self.dm_of: dict[int, int] = {}  # user id -> their DM channel with the bot

@@ -31,9 +31,6 @@ def start_bot(discord_world: FakeDiscord, runtime: Runtime) -> StartBot:
     async def start(**settings: Any) -> PersonaeBot:
         changed = dataclasses.replace(runtime, settings=runtime.settings.model_copy(update=settings))
         bot = PersonaeBot(runtime=changed)
-        # discord.py holds READY back until no GUILD_CREATE came for 2 s (a real gateway streams a
-        # bot's guilds in); the fake one sends its one guild right after READY.
-        bot._connection.guild_ready_timeout = 0.5
         await discord_world.start(bot)
         return bot
 

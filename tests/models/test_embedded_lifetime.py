@@ -67,22 +67,22 @@ def eventually(condition: Callable[[], bool], what: str) -> None:
 
 
 def test_an_idle_server_stops_by_itself_while_a_client_keeps_it_up(data_dir: Path) -> None:
-    # Started as a command starts it, with a spell of 6 s, and joined at once by a client.
-    url = start_embedded_postgres(data_dir, keep_running=True, idle_minutes=0.1)
+    # Started as a command starts it, with a spell of 3 s, and joined at once by a client.
+    url = start_embedded_postgres(data_dir, keep_running=True, idle_minutes=0.05)
     server = running_embedded_postgres(data_dir)
     assert server is not None
 
     async def hold() -> str:
         connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
         try:
-            await asyncio.sleep(12)  # twice the spell: the watchdog saw the client and kept the server
+            await asyncio.sleep(6)  # twice the spell: the watchdog saw the client and kept the server
             assert running_embedded_postgres(data_dir) == server
             return personae(data_dir, "db", "status").stdout
         finally:
             await connection.close()
 
     status = asyncio.run(hold())
-    assert "stops:    by itself after 0.1 minute(s) with no client; clients are connected now" in status
+    assert "stops:    by itself after 0.05 minute(s) with no client; clients are connected now" in status
     eventually(lambda: running_embedded_postgres(data_dir) is None, "the idle server did not stop")
     eventually(lambda: not servers_of(data_dir), "postgres processes were left behind")
     assert "not running (the next command starts it)" in personae(data_dir, "db", "status").stdout

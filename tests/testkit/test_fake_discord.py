@@ -24,8 +24,7 @@ class Client(commands.AutoShardedBot):
     def __init__(self, **options: Any) -> None:
         intents = discord.Intents.default()
         intents.message_content = True
-        # The fake sends its one guild right after READY: no need to wait discord.py's 2 s for more.
-        super().__init__(command_prefix="!", intents=intents, guild_ready_timeout=0.5, **options)
+        super().__init__(command_prefix="!", intents=intents, **options)
         self.seen: list[discord.Message] = []
         self.resumed = 0
         self.background = None
