@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from memory.concurrency import AdaptiveLimit, LimitStats, Slot
@@ -86,8 +86,8 @@ def load_litellm() -> ModuleType:
     litellm.disable_hf_tokenizer_download = True
     # The embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so our max_retries=0 would mean
     # the SDK's two silent retries on top of RetryPolicy's; with this default, 0 means none.
-    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[attr-defined]  # Final in litellm, read at call time
-    return litellm
+    litellm.DEFAULT_MAX_RETRIES = 0  # Final in litellm, read at call time
+    return cast(ModuleType, litellm)  # read as Any (pyproject: mypy does not follow litellm)
 
 
 class LLMClient:

@@ -157,14 +157,14 @@ def _export_graph(target: Path, source: Path, pooling: str, model_name: str) -> 
     with contextlib.suppress(Exception):  # its "Loading weights" bar garbles setup's output
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        transformers_logging.disable_progress_bar()
 
     # Eager attention: the SDPA path exports to a graph onnxruntime optimizes less well.
     transformer = AutoModel.from_pretrained(
         str(source), attn_implementation="eager", local_files_only=True
     ).eval()
 
-    class SentenceEncoder(torch.nn.Module):
+    class SentenceEncoder(torch.nn.Module):  # type: ignore[misc]  # torch is read as Any (pyproject)
         def __init__(self) -> None:
             super().__init__()
             self.transformer = transformer
