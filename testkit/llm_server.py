@@ -120,6 +120,10 @@ class LLMTestServer:
         self.cut_at_max_tokens = False
         self.in_flight = 0
         self.max_in_flight = 0  # the peak of requests in flight (refused ones never count)
+        # Cleared: every request waits (after it is logged in `requests`) until it is set again, so
+        # a test can look at what happens while a call is in flight without racing a latency.
+        self.answering = asyncio.Event()
+        self.answering.set()
         self._script: deque[Behaviour] = deque()
         self._runner: web.AppRunner | None = None
         self._ids = itertools.count(1)
@@ -148,6 +152,7 @@ class LLMTestServer:
         self.concurrency_limit = None
         self.rejected = 0
         self.cut_at_max_tokens = False
+        self.answering.set()
 
     async def start(self) -> None:
         app = web.Application(middlewares=[error_middleware])
@@ -205,6 +210,7 @@ class LLMTestServer:
 
     async def _apply_script(self, request: web.Request) -> Reply | NoChoices | Trickle | None:
         """Play the next scripted behaviour; returns what shapes the answer, raises for a failure."""
+        await self.answering.wait()
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         if not self._script:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from sqlalchemy import BigInteger, Select, exists, func, literal, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import selectinload
 
 from memory.formation.exchanges import Exchange
@@ -184,8 +184,10 @@ class MemoryFormation:
         """Claim a conversation with exchanges ready and form them, pipelined; False when none is left.
 
         The claim is held (its transaction open) until every batch read under it is written or
-        dropped, so no other pass reads an exchange this one summarizes. It only locks and reads:
-        the batches are written in transactions of their own, committed (and indexed) one by one.
+        dropped, so no other pass reads an exchange this one summarizes. It holds the advisory lock
+        and nothing else: a table it read would stay locked while the LLM summarizes, and a DDL or
+        TRUNCATE waiting on it would queue this pass's own write behind it (a deadlock PostgreSQL
+        cannot see). Batches are read and written in transactions of their own.
         """
         # Only replies complete exchanges: a conversation where users only wait is not read.
         has_pending = exists().where(
@@ -202,10 +204,12 @@ class MemoryFormation:
         try:
             async with self._store.sessionmaker() as claim:
                 try:
-                    while (conversation := await _claim(claim, candidates, claimed)) is not None:
+                    while (
+                        conversation := await _claim(claim, self._store.sessionmaker, candidates, claimed)
+                    ) is not None:
                         self._held[conversation.id] += 1
                         mine.add(conversation.id)
-                        read = partial(self._read_batch, claim, conversation, mode_override, progress)
+                        read = partial(self._read_batch, conversation, mode_override, progress)
                         write = partial(self._write_batch, conversation, report, progress)
                         if await run_pipeline(read, write, ahead=self._batches_ahead):
                             break
@@ -223,77 +227,75 @@ class MemoryFormation:
 
     async def _read_batch(
         self,
-        session: AsyncSession,
         conversation: Conversation,
         mode_override: MemoryMode | None,
         progress: ProgressCallback | None,
         in_flight: Collection[str],
     ) -> BatchRead[_Batch] | None:
-        """The next batch past those in flight, its summaries to start; None when none is ready."""
-        grouping = await read_ready(
-            session,
-            conversation.id,
-            limit=self._batch_size,
-            awaited=self.awaited.current(),
-            in_flight=in_flight,
-        )
-        if grouping is None:
-            return None
-        exchanges = grouping.exchanges
-        done = [m.external_id for m in grouping.orphans]
-        done.extend(m.external_id for e in exchanges for m in e.messages)
-        done.extend(m.external_id for m in grouping.excluded)
-        if not done:
-            return None
-        report = FormationReport(exchanges=len(exchanges), excluded=len(grouping.excluded))
-        told = CountedProgress(progress)
-        shaping: Awaitable[Sequence[Shaped]] | None = None
-        if exchanges:
-            personality = await session.scalar(
-                select(Personality)
-                .where(Personality.id == conversation.personality_id)
-                .options(
-                    selectinload(Personality.summarizer_llm_config),
-                    selectinload(Personality.summarizer_prompt),
-                )
+        """The next batch past those in flight, its summaries to start; None when none is ready. Read
+        in a session of its own: the claim's transaction holds its lock and nothing else."""
+        async with self._store.sessionmaker() as session:
+            grouping = await read_ready(
+                session,
+                conversation.id,
+                limit=self._batch_size,
+                awaited=self.awaited.current(),
+                in_flight=in_flight,
             )
-            assert personality is not None
-            settings = (
-                await session.scalars(
-                    select(UserSettings).where(
-                        UserSettings.user_id.in_({e.user_id for e in exchanges}),
-                        or_(
-                            UserSettings.personality_id.is_(None),
-                            UserSettings.personality_id == personality.id,
-                        ),
+            if grouping is None:
+                return None
+            exchanges = grouping.exchanges
+            done = [m.external_id for m in grouping.orphans]
+            done.extend(m.external_id for e in exchanges for m in e.messages)
+            done.extend(m.external_id for m in grouping.excluded)
+            if not done:
+                return None
+            report = FormationReport(exchanges=len(exchanges), excluded=len(grouping.excluded))
+            told = CountedProgress(progress)
+            shaping: Awaitable[Sequence[Shaped]] | None = None
+            if exchanges:
+                personality = await session.scalar(
+                    select(Personality)
+                    .where(Personality.id == conversation.personality_id)
+                    .options(
+                        selectinload(Personality.summarizer_llm_config),
+                        selectinload(Personality.summarizer_prompt),
                     )
                 )
-            ).all()
-            cfg = self._models.summarizer(personality)
-            prompt = personality.summarizer_prompt.content if personality.summarizer_prompt else None
-            chosen: list[tuple[Exchange, MemoryMode]] = []
-            for exchange in exchanges:
-                user_settings = [s for s in settings if s.user_id == exchange.user_id]
-                mode, _ = effective_mode(personality, user_settings)
-                if mode is not None and mode_override is not None:
-                    mode = mode_override
-                if mode is None:
-                    report.skipped += 1
-                    continue
-                chosen.append((exchange, mode))
-            shaping = shape_exchanges(
-                chosen,
-                personality,
-                cfg,
-                prompt,
-                summarizer=self._summarizer,
-                min_summarize_tokens=self._min_summarize_tokens,
-                progress=told,
-            )
-        # The claim's session lives as long as the pass: what it read is let go (memory stays flat,
-        # and the next read sees rows as they are now, not as this one loaded them).
-        session.expunge_all()
-        return BatchRead(frozenset(done), self._form(shaping, done, report, told))
+                assert personality is not None
+                settings = (
+                    await session.scalars(
+                        select(UserSettings).where(
+                            UserSettings.user_id.in_({e.user_id for e in exchanges}),
+                            or_(
+                                UserSettings.personality_id.is_(None),
+                                UserSettings.personality_id == personality.id,
+                            ),
+                        )
+                    )
+                ).all()
+                cfg = self._models.summarizer(personality)
+                prompt = personality.summarizer_prompt.content if personality.summarizer_prompt else None
+                chosen: list[tuple[Exchange, MemoryMode]] = []
+                for exchange in exchanges:
+                    user_settings = [s for s in settings if s.user_id == exchange.user_id]
+                    mode, _ = effective_mode(personality, user_settings)
+                    if mode is not None and mode_override is not None:
+                        mode = mode_override
+                    if mode is None:
+                        report.skipped += 1
+                        continue
+                    chosen.append((exchange, mode))
+                shaping = shape_exchanges(
+                    chosen,
+                    personality,
+                    cfg,
+                    prompt,
+                    summarizer=self._summarizer,
+                    min_summarize_tokens=self._min_summarize_tokens,
+                    progress=told,
+                )
+            return BatchRead(frozenset(done), self._form(shaping, done, report, told))
 
     async def _form(
         self,
@@ -349,26 +351,34 @@ class MemoryFormation:
             progress(batch_report.exchanges - batch.told.count)
 
 
-async def _claim(session: AsyncSession, candidates: Select[int], claimed: list[int]) -> Conversation | None:
-    """Lock the first candidate conversation no other pass holds, for the session's transaction, and
-    add it to `claimed`; None when every candidate is held or none is left.
+async def _claim(
+    claim: AsyncSession,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    candidates: Select[int],
+    claimed: list[int],
+) -> Conversation | None:
+    """Lock the first candidate conversation no other pass holds, for the `claim` session's
+    transaction, and add it to `claimed`; None when every candidate is held or none is left.
 
     The claim is an advisory lock, tried (never waited on): other passes and workers skip a claimed
     conversation and take the next. Not a lock on the conversation's row: a pass holds its claim
     while it summarizes, embeds and writes, and a row lock would make whatever updates that row (a
-    new title) wait all that time, holding a connection the pass's own writes may need.
+    new title) wait all that time, holding a connection the pass's own writes may need. The
+    candidates are read in sessions of their own, so the claim locks no table.
     """
     tried: list[int] = list(claimed)
     while True:
         page = candidates.where(Conversation.id.not_in(tried)) if tried else candidates
-        ids = list((await session.scalars(page.limit(CLAIM_PAGE))).all())
+        async with sessionmaker() as session:
+            ids = list((await session.scalars(page.limit(CLAIM_PAGE))).all())
         if not ids:
             return None
         for candidate in ids:
             tried.append(candidate)
             lock = func.pg_try_advisory_xact_lock(literal(CLAIM_LOCK_SPACE + candidate, BigInteger))
-            if await session.scalar(select(lock)):
-                conversation = await session.get(Conversation, candidate)
+            if await claim.scalar(select(lock)):
+                async with sessionmaker() as session:
+                    conversation = await session.get(Conversation, candidate)
                 if conversation is not None:  # else deleted meanwhile
                     claimed.append(candidate)
                     return conversation

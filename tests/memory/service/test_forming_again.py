@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.formation.summarizer import EXTRACTIVE
@@ -118,6 +118,7 @@ async def test_two_workers_never_form_the_same_exchange(
                 LLMClient(max_retries=0),
                 summarizer_cfg,
                 batch_size=2,
+                numbering=True,
             )
             for _ in range(2)
         ]
@@ -145,21 +146,33 @@ async def test_a_message_is_stored_while_formation_summarizes_its_conversation(
     llm_server: LLMTestServer,
     summarizer_cfg: ModelConfig,
 ) -> None:
-    """The chat path stores a user's next message at once, however long formation's LLM call takes."""
+    """The chat path stores a user's next message at once, however long formation's LLM call takes;
+    and the pass holds no table while it waits: a TRUNCATE or a migration's DDL waiting on it would
+    queue the pass's own write behind it, and neither would ever end."""
     service = make_service(committed_sessionmaker, index, embedder, LLMClient(max_retries=0), summarizer_cfg)
     p = await add_personality(committed_sessionmaker, "slowsum", "summarized")
     await add_chat(committed_sessionmaker, p, [("user", LONG_USER), ("assistant", LONG_REPLY)])
-    llm_server.latency = 1.5
+    llm_server.answering.clear()  # the summarizer's call waits until the test lets it answer
     forming = asyncio.create_task(service.form_pending())
-    # Formation holds its claim while it waits on the summarizer (the server's log is polled).
-    while not llm_server.requests:  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
-    # Storing must not wait for the claim: a row-lock claim (FOR UPDATE) would block this insert ~1.5 s.
-    await asyncio.wait_for(
-        add_chat(committed_sessionmaker, p, [("user", "And one more thing!")], start=10), timeout=1.0
-    )
-    assert not forming.done()
-    report = await forming
+    try:
+        # Formation holds its claim while it waits on the summarizer (the server's log is polled).
+        while not llm_server.requests:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        # A row-lock claim (FOR UPDATE) would hold this insert until the call answers: never, here.
+        await asyncio.wait_for(
+            add_chat(committed_sessionmaker, p, [("user", "And one more thing!")], start=10), timeout=30
+        )
+        async with committed_sessionmaker.begin() as session:
+            await session.execute(
+                text(
+                    "LOCK TABLE conversations, messages, personalities, user_settings, memories "
+                    "IN ACCESS EXCLUSIVE MODE NOWAIT"
+                )
+            )
+        assert not forming.done()
+    finally:
+        llm_server.answering.set()
+        report = await asyncio.wait_for(forming, timeout=60)
     assert report.memories == 1
 
 
