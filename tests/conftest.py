@@ -9,6 +9,7 @@ children a test leaves behind: tests/tiers.py (docs/TESTING.md).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -32,19 +33,23 @@ from testkit.llm_server import LLMTestServer
 from testkit.postgres import RunCluster, join_run_cluster, leave_run_cluster, run_root
 from testkit.processes import children, kill_children, reset_signal_dispositions
 from testkit.ram_tmp import prefer_ram_tempdir
+from tests import tiers
 from tests.tiers import mark_tiers, register_markers
 
 _RUN_ID = "PERSONAE_TEST_RUN"
+_ROOT = Path(__file__).resolve().parents[1]
+# This checkout's code, not the packages in its .venv.
+_OURS = tuple(f"{_ROOT / package}{os.sep}" for package in ("bot", "memory", "models", "testkit", "tests"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     reset_signal_dispositions()
     register_markers(config)
+    config.pluginmanager.register(tiers, "personae-tiers")  # its hook: the timeouts' backstop
     prefer_ram_tempdir()
     # `python -m bot.cli` in a subprocess runs this checkout's code whatever its working directory (a
     # test's tmp folder would otherwise find the installed one, another checkout's in a worktree).
-    root = str(Path(__file__).resolve().parents[1])
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
     # The controller names the run; xdist workers inherit its environment, so they share one server.
     if not hasattr(config, "workerinput"):
         os.environ.setdefault(_RUN_ID, uuid.uuid4().hex)
@@ -126,8 +131,12 @@ async def sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_sessionmaker[
 @pytest.fixture
 async def committed_sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
     """Real commits visible to every connection; all tables are emptied afterwards."""
+    before = asyncio.all_tasks()
     yield async_sessionmaker(engine, expire_on_commit=False)
+    await _stop_tasks_left_running(before)
     async with engine.begin() as connection:
+        # A connection some leftover still holds in a transaction fails the teardown, never hangs it.
+        await connection.execute(text("SET LOCAL lock_timeout = '60s'"))
         tables = (
             await connection.execute(
                 text(
@@ -139,6 +148,25 @@ async def committed_sessionmaker(engine: AsyncEngine) -> AsyncIterator[async_ses
         names = ", ".join(f'"{name}"' for name in tables)
         if names:
             await connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+
+
+async def _stop_tasks_left_running(before: set[asyncio.Task[Any]]) -> None:
+    """Cancel this checkout's coroutines that the test started and left running (a failed test's
+    formation pass, say): the suite's tests share one event loop, and a pass still running would
+    write into the next test's tables. Third-party ones (discord.py's view timers) are left be."""
+    current = asyncio.current_task()
+    left = [
+        task
+        for task in asyncio.all_tasks()
+        if task not in before
+        and task is not current
+        and not task.done()
+        and getattr(getattr(task.get_coro(), "cr_code", None), "co_filename", "").startswith(_OURS)
+    ]
+    for task in left:
+        task.cancel()
+    if left:
+        await asyncio.wait(left, timeout=30)
 
 
 @pytest.fixture

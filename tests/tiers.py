@@ -9,8 +9,12 @@ anyone remembering to; `scripts/test --quick` runs the first three.
 
 from __future__ import annotations
 
+import faulthandler
 import inspect
-from collections.abc import Iterable
+import os
+import sys
+import threading
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +26,8 @@ QUICK = ("pure", "database", "model")
 
 # Generous: a timeout catches a hang, not a slow test. A test may set its own with @pytest.mark.timeout.
 TIMEOUTS = {"pure": 60, "database": 120, "model": 120, "runtime": 180, "process": 300}
+# What a test may overrun its timeout by before its worker is ended (see pytest_runtest_protocol).
+BACKSTOP_SECONDS = 60
 
 _NEEDS = {
     "process": {"lab_pool", "embedded_data_dir"},
@@ -95,6 +101,36 @@ def order_by_cost(items: list[pytest.Item], tiers: dict[str, str]) -> None:
         key = item.path
         rank[key] = max(rank.get(key, 0), TIERS.index(tiers[item.nodeid]))
     items.sort(key=lambda item: -rank[item.path])  # stable: the order within a tier stays pytest's
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """pytest-timeout's timer fires once, in the main thread: a test that timed out in its call tears
+    down with no timer at all, and its Failed, raised inside an asyncio callback, is only logged. A
+    test still running BACKSTOP_SECONDS past its timeout, teardown included, ends its worker with the
+    stacks of every thread; pytest-xdist reports the test as failed and starts another worker."""
+    marker = item.get_closest_marker("timeout")
+    seconds = marker.args[0] if marker is not None and marker.args else None
+    if not seconds:
+        yield
+        return
+    backstop = threading.Timer(seconds + BACKSTOP_SECONDS, _end_the_worker, (item.nodeid, seconds))
+    backstop.daemon = True
+    backstop.start()
+    try:
+        yield
+    finally:
+        backstop.cancel()
+
+
+def _end_the_worker(nodeid: str, seconds: float) -> None:
+    print(
+        f"\n{nodeid} still running {BACKSTOP_SECONDS} s past its {seconds} s timeout; its threads:",
+        file=sys.stderr,
+        flush=True,
+    )
+    faulthandler.dump_traceback(all_threads=True)
+    os._exit(1)
 
 
 def register_markers(config: pytest.Config) -> None:
