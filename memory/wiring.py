@@ -37,6 +37,16 @@ class MemoryServices:
     chat: ChatService
 
 
+def settings_summarizer(settings: Settings, llm: LLMClient) -> ExchangeSummarizer:
+    """The summarizer as `settings` size its summaries and calls."""
+    return ExchangeSummarizer(
+        llm,
+        max_tokens=settings.summary_max_tokens,
+        min_tokens=settings.summary_min_tokens,
+        input_tokens=settings.summarizer_input_tokens,
+    )
+
+
 def wire_memory_services(
     settings: Settings,
     sessionmaker: async_sessionmaker[AsyncSession],
@@ -54,12 +64,7 @@ def wire_memory_services(
     one of the caller's own instead of the one the settings make (benches compare batch sizes)."""
     # The messages being answered: the chat turns hold them, formation leaves them to their reply.
     awaited = AwaitedReplies()
-    summarizer = summarizer or ExchangeSummarizer(
-        llm,
-        max_tokens=settings.summary_max_tokens,
-        min_tokens=settings.summary_min_tokens,
-        input_tokens=settings.summarizer_input_tokens,
-    )
+    summarizer = summarizer or settings_summarizer(settings, llm)
     # One formation, one store: what the chat, the worker and an import form goes through the same.
     formation = MemoryFormation(
         MemoryStore(sessionmaker, index, embedder),

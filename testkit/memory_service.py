@@ -23,7 +23,7 @@ from memory.recall.keywords import encode_sparse_query
 from memory.service import MemoryService
 from memory.settings import load_settings
 from memory.types import MessageRole, ModelConfig, RecallFilter
-from memory.wiring import MemoryServices, wire_memory_services
+from memory.wiring import MemoryServices, settings_summarizer, wire_memory_services
 from models import Memory, Personality
 
 T0 = datetime(2024, 3, 15, 18, 0, tzinfo=UTC)  # when the seeded chats start
@@ -50,10 +50,13 @@ def make_services(
     input_tokens: int = 3000,
     min_summarize_tokens: int = 25,
     batch_size: int | None = None,
+    numbering: bool = False,
 ) -> MemoryServices:
     """The services under test, wired as the bot wires them (memory.wiring) on this index, embedder
     and LLM client, summaries by `cfg` (None: extractive), with small summaries; `batch_size`: the
-    exchanges formed together (FORMATION_BATCH_SIZE; None: the product's)."""
+    exchanges formed together (FORMATION_BATCH_SIZE; None: the product's); `numbering`: `cfg`'s model
+    has answered a numbered batch before, so a pass of a few exchanges is batched, not asked one a
+    call (memory.formation.pace)."""
     sized = {} if batch_size is None else {"formation_batch_size": batch_size}
     settings = load_settings(
         summary_max_tokens=120,
@@ -62,6 +65,9 @@ def make_services(
         min_summarize_tokens=min_summarize_tokens,
         **sized,
     )
+    summarizer = settings_summarizer(settings, llm)
+    if numbering and cfg is not None:
+        summarizer.pace.batch_answered(cfg, parsed=True)
     return wire_memory_services(
         settings,
         sessionmaker,
@@ -72,6 +78,7 @@ def make_services(
         user_settings=UserSettingsService(sessionmaker),
         incognito=IncognitoService(sessionmaker),
         personas=PersonaService(sessionmaker),
+        summarizer=summarizer,
     )
 
 
@@ -85,6 +92,7 @@ def make_service(
     input_tokens: int = 3000,
     min_summarize_tokens: int = 25,
     batch_size: int | None = None,
+    numbering: bool = False,
 ) -> MemoryService:
     """The memory service of make_services."""
     return make_services(
@@ -96,6 +104,7 @@ def make_service(
         input_tokens=input_tokens,
         min_summarize_tokens=min_summarize_tokens,
         batch_size=batch_size,
+        numbering=numbering,
     ).memory
 
 

@@ -13,7 +13,10 @@ all at once to a model that cannot number its answers are all paid before the fi
 unparsed (the test server's malformed model: 136 % of one call per exchange on the roleplay set, a
 real 135M model 1.19x); a probe bounds that to one small call. Two in flight where the endpoint serves
 two keep formation's pipeline summarizing the next batch as one is written (memory.formation.pipeline);
-a one-slot local server would only queue the second. A model that has never answered a numbered batch
+a one-slot local server would only queue the second. A model never seen to number a batch is probed only
+in a pass whose probes cost at most PROBE_SHARE of asking its exchanges one a call: a few exchanges (a
+small channel's import, a catch-up's tail) are asked one a call instead, as an unparsed probe would
+cost them more than a tenth again. A model that has never answered a numbered batch
 is asked one exchange per call after its first unparsed one, and probed again once in REPROBE_EVERY
 exchanges so asked: a model that fumbled its first batch is not held to one a call for good.
 
@@ -49,6 +52,10 @@ REFUSALS_IN_A_ROW = 3
 # the pipeline's next batch summarizes while the first is written, as it does for a proven model.
 PROBE_EXCHANGES = 2
 PROBES_AT_ONCE = 2
+# A pass is probed only where its probes cost at most this share of asking its exchanges one a call
+# (the summarizer estimates both from their tokens): a model that cannot number its answers then costs
+# at most 1.1x of one call per exchange however few exchanges are asked (issue 30's promise).
+PROBE_SHARE = 0.1
 # Exchanges asked one per call between two probes of a model asked so.
 REPROBE_EVERY = 64
 
@@ -74,10 +81,13 @@ class BatchPace:
         self._changed: dict[tuple[str, str | None], asyncio.Event] = {}
 
     @asynccontextmanager
-    async def batch_turn(self, cfg: ModelConfig, wanted: int, *, serves: int) -> AsyncIterator[int]:
+    async def batch_turn(
+        self, cfg: ModelConfig, wanted: int, *, serves: int, probe: bool = True
+    ) -> AsyncIterator[int]:
         """How many of `wanted` exchanges the next call may hold, held for the call: all of them once
-        the model's last batch parsed, one while it is asked one at a time, else a probe's (see the
-        module docstring), waiting while as many probes are in flight as the endpoint `serves`."""
+        the model's last batch parsed, one while it is asked one at a time, else a probe's (one where
+        a `probe` would not pay and the model never numbered a batch: see the module docstring),
+        waiting while as many probes are in flight as the endpoint `serves`."""
         key = _key(cfg)
         while True:
             if key in self._singles:
@@ -89,6 +99,9 @@ class BatchPace:
                 break
             if self._unparsed.get(key) == 0:
                 yield wanted
+                return
+            if not probe and key not in self._ever_parsed:
+                yield 1
                 return
             if self._probes.get(key, 0) < max(1, min(PROBES_AT_ONCE, serves)):
                 break

@@ -17,6 +17,7 @@ made: by the model, or extractive and why (`FallbackReason`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from memory.formation.chunking import split_into_chunks
 from memory.formation.cleaning import clean_summary_output, strip_chat_template_tokens
 from memory.formation.extractive import extractive_summary
 from memory.formation.judge import ASKED_AGAIN, Asked, is_refusal, judge_answer
-from memory.formation.pace import BatchPace
+from memory.formation.pace import PROBE_EXCHANGES, PROBE_SHARE, PROBES_AT_ONCE, BatchPace
 from memory.formation.summarizer_prompt import (
     DEFAULT_SUMMARIZER_PROMPT,
     EXAMPLE_ANSWER,
@@ -133,14 +134,26 @@ class ExchangeSummarizer:
             else:
                 batches[-1].append(index)
                 size += item.tokens
+        probe = self._probe_pays(items, cfg, prompt)
         done = await asyncio.gather(
-            *(self._paced([items[i] for i in batch], cfg, prompt, progress) for batch in batches)
+            *(self._paced([items[i] for i in batch], cfg, prompt, progress, probe) for batch in batches)
         )
         results: list[SummaryResult | None] = [None] * len(items)
         for batch, batch_results in zip(batches, done, strict=True):
             for index, result in zip(batch, batch_results, strict=True):
                 results[index] = result
         return [r for r in results if r is not None]
+
+    def _probe_pays(self, items: list[Asked], cfg: ModelConfig, prompt: str | None) -> bool:
+        """Whether the probes of a model not yet known to number its answers would cost at most
+        PROBE_SHARE of asking these exchanges one a call: unparsed, a probe is paid for nothing, so a
+        handful of exchanges (a two-user channel's four) is asked one a call rather than probed."""
+        head = prompt or DEFAULT_SUMMARIZER_PROMPT
+        one, many = _tokens_of(f"{head}\n\n{FORMAT_RULES_ONE}"), _tokens_of(f"{head}\n\n{FORMAT_RULES}")
+        alone = sum(one + item.tokens + item.cap for item in items)
+        shortest = sorted(item.tokens + item.cap for item in items)[:PROBE_EXCHANGES]
+        probes = max(1, min(PROBES_AT_ONCE, self._llm.limit_for(cfg.provider, cfg.api_base).level))
+        return probes * (many + sum(shortest)) <= PROBE_SHARE * alone
 
     def _item(self, exchange: ExchangeText) -> Asked:
         source = strip_chat_template_tokens(exchange.text)
@@ -149,16 +162,22 @@ class ExchangeSummarizer:
         return Asked(exchange, source, tokens, cap)
 
     async def _paced(
-        self, items: list[Asked], cfg: ModelConfig, prompt: str | None, progress: ProgressCallback | None
+        self,
+        items: list[Asked],
+        cfg: ModelConfig,
+        prompt: str | None,
+        progress: ProgressCallback | None,
+        probe: bool,
     ) -> list[SummaryResult]:
         """The items' summaries in as many calls as the model's pace allows (memory.formation.pace):
-        a model not yet known to answer numbered batches gets probes of a few exchanges first."""
+        a model not yet known to answer numbered batches gets probes of a few exchanges first, where
+        a `probe` pays, and one exchange a call where it does not."""
         done: dict[int, SummaryResult] = {}
         left = list(range(len(items)))
         while len(left) > 1:
             # Probes in flight beyond what the endpoint serves at once would only queue there.
             serves = self._llm.limit_for(cfg.provider, cfg.api_base).level
-            async with self.pace.batch_turn(cfg, len(left), serves=serves) as size:
+            async with self.pace.batch_turn(cfg, len(left), serves=serves, probe=probe) as size:
                 if size > 1:
                     # A probe holds the shortest exchanges: unparsed, it is paid for nothing.
                     chosen = sorted(sorted(left, key=lambda i: items[i].tokens)[:size])
@@ -353,6 +372,11 @@ class ExchangeSummarizer:
             words = summary.split()
             summary = " ".join(words[: max(1, len(words) - 1)]) if len(words) > 1 else summary[:-1]
         return summary
+
+
+@functools.lru_cache(maxsize=16)
+def _tokens_of(text: str) -> int:
+    return count_tokens(text)
 
 
 def _cut(text: str) -> str:

@@ -47,15 +47,29 @@ async def test_a_model_that_cannot_number_pays_one_small_probe_not_every_batch(
     assert summarizer.pace.singles() == ["openai/s"]
 
 
+async def test_a_few_exchanges_of_a_model_never_seen_to_number_are_asked_one_a_call(
+    llm_server: LLMTestServer,
+) -> None:
+    """A two-user channel's four exchanges: an unparsed probe would cost them a fifth again (SmolLM2
+    on bench/data/two_user_channel.jsonl: 1.19x one call per exchange), so none is sent."""
+    llm_server.responder = SummarizerModel("malformed")
+    summarizer = ExchangeSummarizer(LLMClient(max_retries=0))
+    results = await summarizer.summarize_exchanges(EXCHANGES[:4], cfg=_cfg(llm_server))
+    assert all(r.reason is None for r in results)
+    assert _sizes(llm_server) == [1, 1, 1, 1]
+    assert summarizer.pace.singles() == []  # nothing learned of its batches: a larger pass probes
+
+
 async def test_probes_in_flight_are_no_more_than_the_endpoint_serves(llm_server: LLMTestServer) -> None:
-    """Four formation batches at once to an endpoint serving four: at most two probes, not 32
-    exchanges in numbered batches."""
+    """Two formation passes at once (eight numbered batches) to an endpoint serving four: at most two
+    probes, not 64 exchanges in numbered batches (32 a pass: two probes pay for themselves there)."""
     llm_server.responder = SummarizerModel("malformed")
     summarizer = ExchangeSummarizer(LLMClient(max_retries=0, initial_concurrency=4))
+    many = EXCHANGES * 3
     await asyncio.gather(
         *(
-            summarizer.summarize_exchanges(EXCHANGES[start : start + 6], cfg=_cfg(llm_server))
-            for start in range(0, 24, 6)
+            summarizer.summarize_exchanges(many[start : start + 32], cfg=_cfg(llm_server))
+            for start in range(0, 64, 32)
         )
     )
     batched = [n for n in _sizes(llm_server) if n > 1]
@@ -83,8 +97,9 @@ async def test_a_model_that_fumbled_its_first_batch_is_tried_again_later(llm_ser
     llm_server.responder = fumbles_once
     summarizer = ExchangeSummarizer(LLMClient(max_retries=0))
     many = (EXCHANGES * 8)[: REPROBE_EVERY + 32]
-    for start in range(0, len(many), 8):  # formation's successive batches of 8
-        await summarizer.summarize_exchanges(many[start : start + 8], cfg=_cfg(llm_server))
+    # A first pass large enough to be probed, then formation's successive batches of 8.
+    for start, end in [(0, 32), *((n, n + 8) for n in range(32, len(many), 8))]:
+        await summarizer.summarize_exchanges(many[start:end], cfg=_cfg(llm_server))
     sizes = _sizes(llm_server)
     assert sizes[:3] == [PROBE_EXCHANGES, 1, 1]  # unparsed, each asked alone
     # One a call for REPROBE_EVERY exchanges (to the end of the batch that reached it), then a probe
@@ -105,8 +120,8 @@ async def test_a_probe_holds_the_shortest_exchanges_and_answers_come_back_in_ord
         2: "Bob: Tom lent me 4 chairs on Friday\nSage: 4 chairs from Tom!",
         5: "Bob: Ann is 7 today\nSage: 7!",
     }
-    texts = [
-        short.get(n) or f"Bob: I bought {n} plums in Lisbon. {filler}\nSage: {n} plums!" for n in range(8)
+    texts = [  # enough that a probe pays for itself
+        short.get(n) or f"Bob: I bought {n} plums in Lisbon. {filler}\nSage: {n} plums!" for n in range(24)
     ]
     results = await summarizer.summarize_exchanges(
         [ExchangeText(text, (), ("Bob", "Sage")) for text in texts], cfg=_cfg(llm_server)
@@ -114,4 +129,4 @@ async def test_a_probe_holds_the_shortest_exchanges_and_answers_come_back_in_ord
     [probe] = [exchanges_asked(r) for r in llm_server.requests if len(exchanges_asked(r)) > 1]
     assert "Tom lent me 4 chairs" in probe[0] and "Ann is 7 today" in probe[1]
     assert "Tom" in results[2].text and "Ann" in results[5].text
-    assert all(f"{n} plums" in results[n].text for n in (0, 1, 3, 4, 6, 7))
+    assert all(f"{n} plums" in results[n].text for n in range(24) if n not in short)

@@ -5,6 +5,7 @@ mid-sentence, carries formatting or prompt tags, or states a fact its exchange d
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,28 +38,53 @@ REFUSED_AS = {
 }
 
 
-async def _import(runtime: Runtime, path: Path) -> ImportReport:
-    personality, _ = await runtime.personalities.create("Sage", memory_mode="summarized")
+async def _import(runtime: Runtime, path: Path, name: str = "Sage") -> tuple[ImportReport, Personality]:
+    personality, _ = await runtime.personalities.create(name, memory_mode="summarized")
     assert isinstance(personality, Personality)
     lines, skipped = read_lines(path)
-    return await runtime.transfer.import_transcript(
+    report = await runtime.transfer.import_transcript(
         lines,
         personality=personality,
         default_user_id=None,
         skipped_lines=skipped,
     )
+    return report, personality
+
+
+async def _numbered_before(runtime: Runtime, llm_server: LLMTestServer, folder: Path) -> None:
+    """The model numbers a batch first, as in a bot that formed a larger chat earlier: a pass of a few
+    exchanges is asked one a call by a model never seen to (memory.formation.pace), and these sets'
+    passes are of two to six exchanges, which the wrong answers below must reach in numbered batches."""
+    llm_server.responder = SummarizerModel("faithful")
+    said = folder / "earlier.jsonl"
+    with said.open("w", encoding="utf-8") as out:
+        for n in range(16):
+            common = {"user_id": "3001", "timestamp": f"2024-01-01T10:{n:02d}:00Z"}
+            told = f"I have {n} cats now, and every one of them sleeps on the green sofa by the window."
+            out.write(json.dumps({"id": f"e{n}", "role": "user", "content": told, **common}))
+            answer = f"{n} cats on one green sofa! The window seat must be the warmest place in the flat."
+            reply = {"id": f"r{n}", "role": "assistant", "content": answer, "reply_to": f"e{n}"}
+            out.write("\n" + json.dumps({**reply, "timestamp": common["timestamp"]}) + "\n")
+    await _import(runtime, said, "Earlier")
+    assert any(len(exchanges_asked(r)) > 1 for r in llm_server.requests), "the earlier chat was not batched"
+    llm_server.reset()
 
 
 @pytest.mark.parametrize("path", [SAGE, TWO_USERS], ids=["sage", "two-users"])
 @pytest.mark.parametrize("mode", SummarizerModel.REAL_MODES)
 async def test_no_memory_is_wrong_whatever_the_answers(
-    runtime: Runtime, llm_server: LLMTestServer, mode: str, path: Path
+    runtime: Runtime, llm_server: LLMTestServer, mode: str, path: Path, tmp_path: Path
 ) -> None:
+    await _numbered_before(runtime, llm_server, tmp_path)
     llm_server.responder = SummarizerModel(mode, stubborn=False)
     llm_server.cut_at_max_tokens = True
-    report = await _import(runtime, path)
+    report, sage = await _import(runtime, path)
     async with runtime.sessionmaker() as session:
-        rows = (await session.scalars(select(Memory).order_by(Memory.occurred_at))).all()
+        rows = (
+            await session.scalars(
+                select(Memory).where(Memory.personality_id == sage.id).order_by(Memory.occurred_at)
+            )
+        ).all()
     audit = audit_memories(stored_memories(rows), read_transcript(path, "Sage"), model=MODEL)
     assert audit.findings == [], "\n".join(audit.findings)
     # The wrong answers were seen as wrong, not passed by luck: refused for what they did.

@@ -163,7 +163,7 @@ def worker(
 ) -> MemoryService:
     # Four calls in flight from the start: the first two batches summarize at once.
     llm = LLMClient(max_retries=0, initial_concurrency=4, max_concurrency_per_provider=16)
-    return make_service(sessionmaker, index, embedder, llm, cfg_of(server), batch_size=2)
+    return make_service(sessionmaker, index, embedder, llm, cfg_of(server), batch_size=2, numbering=True)
 
 
 async def memory_rows(sessionmaker: async_sessionmaker[AsyncSession]) -> list[Memory]:

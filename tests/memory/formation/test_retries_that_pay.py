@@ -66,11 +66,12 @@ async def test_a_model_refusing_everything_is_not_asked_each_exchange_again(
     refused); once its last answers were all refusals, a refused batch is each exchange's."""
     llm_server.responder = SummarizerModel("refuses")
     summarizer = ExchangeSummarizer(LLMClient(max_retries=1, backoff_base=0.01, backoff_max=0.02))
+    # It numbered a batch before (passes of four are asked one a call by a model never seen to).
+    summarizer.pace.batch_answered(_cfg(llm_server), parsed=True)
     reasons = []
     for start in range(0, 12, 4):
         batch = [ExchangeText(text, (), ("Bob", "Sage")) for text in EXCHANGES[start : start + 4]]
         reasons += [r.reason for r in await summarizer.summarize_exchanges(batch, cfg=_cfg(llm_server))]
     assert reasons == [FallbackReason.REFUSED] * 12
-    # A probe of the first batch's first 2 and those 2 alone; its other 2, refused as a batch, are each
-    # exchange's now; then one call for each of the other two batches.
-    assert len(llm_server.requests) == 1 + 2 + 1 + 1 + 1
+    # The first batch, refused, then its 4 alone; then one call for each of the other two batches.
+    assert len(llm_server.requests) == 1 + 4 + 1 + 1

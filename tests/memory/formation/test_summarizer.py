@@ -128,6 +128,13 @@ def bobs(*texts: str, context: tuple[Quoted, ...] = ()) -> list[ExchangeText]:
     return [ExchangeText(text, context if i == 0 else (), ("Bob", "Sage")) for i, text in enumerate(texts)]
 
 
+def numbering(summarizer: ExchangeSummarizer, server: LLMTestServer) -> ExchangeSummarizer:
+    """The summarizer as it is once its model answered a numbered batch: batches of two exchanges are
+    asked as such (an unproven model's two are asked one a call, memory.formation.pace)."""
+    summarizer.pace.batch_answered(cfg_of(server), parsed=True)
+    return summarizer
+
+
 def cfg_of(server: LLMTestServer) -> ModelConfig:
     return ModelConfig(
         model="openai/s", api_base=server.base_url, api_key="k", timeout=2, key_setting="SUMMARIZER_API_KEY"
@@ -137,6 +144,7 @@ def cfg_of(server: LLMTestServer) -> ModelConfig:
 async def test_exchanges_share_one_call_and_each_gets_its_own_answer(
     summarizer: ExchangeSummarizer, llm_server: LLMTestServer
 ) -> None:
+    numbering(summarizer, llm_server)
     llm_server.responder = SummarizerModel("faithful")
     results = await summarizer.summarize_exchanges(bobs(BOB, REX), cfg=cfg_of(llm_server))
     assert len(llm_server.requests) == 1
@@ -150,6 +158,7 @@ async def test_exchanges_share_one_call_and_each_gets_its_own_answer(
 async def test_a_malformed_batch_answer_is_asked_again_one_call_per_exchange(
     summarizer: ExchangeSummarizer, llm_server: LLMTestServer
 ) -> None:
+    numbering(summarizer, llm_server)
     llm_server.responder = SummarizerModel("malformed")  # a paragraph for two, fine for one
     results = await summarizer.summarize_exchanges(bobs(BOB, REX), cfg=cfg_of(llm_server))
     assert [len(exchanges_asked(r)) for r in llm_server.requests] == [2, 1, 1]
@@ -232,6 +241,7 @@ async def test_a_refusal_is_no_summary(summarizer: ExchangeSummarizer, llm_serve
 async def test_a_config_error_is_not_retried_and_names_the_setting(
     summarizer: ExchangeSummarizer, llm_server: LLMTestServer, caplog: pytest.LogCaptureFixture
 ) -> None:
+    numbering(summarizer, llm_server)
     llm_server.script(Fail(401), Fail(401))
     with caplog.at_level(logging.WARNING):
         results = await summarizer.summarize_exchanges(bobs(BOB, REX), cfg=cfg_of(llm_server))
@@ -278,6 +288,7 @@ async def test_users_sharing_a_call_are_each_checked_against_their_own_lines(
 ) -> None:
     """A shared channel's exchanges go in one call, in the order they were said; a summary holding
     the other user's fact is asked again alone, without the other's exchange."""
+    numbering(summarizer, llm_server)
     alice = ExchangeText(
         "Alice: *grins* I adopted a grey kitten called Pixel today, she cost £85 at the shelter lol\n"
         "Sage: Pixel! What a perfect name, Alice. Eighty-five pounds well spent on a new friend.",
