@@ -60,6 +60,10 @@ def cli_env(
     # What is tested is what gets stored, not the model's speed: on a loaded shared machine one
     # exchange a call can outlast the default 60 s, and would go extractive as "timeout".
     monkeypatch.setenv("LLM_TIMEOUT", "600")
+    # A user's setting for a slow local model: answers of 64 tokens at most. What the model writes is
+    # judged the same way; the CPU spends less of the tier on rambles (SmolLM2 writes to the cap, and
+    # the judge refuses every one of them: bench.summaries --real).
+    monkeypatch.setenv("SUMMARY_MAX_TOKENS", "64")
     for variable in ("QDRANT_URL", "CHAT_MODEL", "EMBEDDING_MODEL", "EMBEDDING_API_BASE"):
         monkeypatch.delenv(variable, raising=False)
     return scratch_database_url
