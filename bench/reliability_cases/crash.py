@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+
 from bench.reliability_cases import Outcome, Scale, case, check
 from bench.reliability_cases.common import figures, run_command
 from bench.reliability_cases.lab import MEMORIES_SQL, Lab, prepare_database, rows_at
+from models.database import create_engine
 
 USERS = ("1001", "1002", "1003", "1004")
 GUILD, CHANNEL = "8001", "6001"
@@ -45,8 +48,12 @@ def _key(memory: Mapping[str, Any]) -> tuple[Any, ...]:
     return (*(memory[c] for c in COMPARED), tuple(memory["source_message_ids"]))
 
 
+def _import_argv(transcript: Path) -> tuple[str, ...]:
+    return ("import", str(transcript), "--personality", "sage", "--mode", "summarized")
+
+
 async def _import(lab: Lab, transcript: Path, **env: Any) -> asyncio.subprocess.Process:
-    return await lab.spawn("import", str(transcript), "--personality", "sage", "--mode", "summarized", **env)
+    return await lab.spawn(*_import_argv(transcript), **env)
 
 
 async def _prepared_database(lab: Lab, name: str) -> dict[str, Any]:
@@ -63,6 +70,30 @@ async def _pending_share(url: str) -> float:
     return 1.0 if not row["n"] else row["p"] / row["n"]
 
 
+async def _kill_when_formed(process: asyncio.subprocess.Process, url: str, target: int) -> int | None:
+    """SIGKILL the import once the database holds `target` memories (polled every 20 ms): the memories
+    there just after the kill, or None when the run ended first."""
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            while True:
+                formed = (await connection.execute(text("SELECT count(*) FROM memories"))).scalar_one()
+                await connection.commit()  # no transaction of ours stays open while the import writes
+                if formed >= target:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    await process.communicate()
+                    after = (await connection.execute(text("SELECT count(*) FROM memories"))).scalar_one()
+                    return int(after)
+                try:
+                    await asyncio.wait_for(process.wait(), 0.02)
+                except TimeoutError:
+                    continue
+                await process.communicate()
+                return None
+    finally:
+        await engine.dispose()
+
+
 @case(
     "crash",
     "sigkill-during-import",
@@ -73,7 +104,11 @@ async def _pending_share(url: str) -> float:
     "venues, contents, source ids, states); `reindex --check` finds no drift",
 )
 async def sigkill_import(lab: Lab, scale: Scale) -> Outcome:
-    exchanges = scale.pick(100, 5000)
+    # Quick: the clean import and the finishing run are in this process (the killed runs are the
+    # processes) and each kill waits until its run has formed a random share of what is left, so
+    # every SIGKILL lands mid-import; full: every run a process, killed after a random delay within
+    # the time a clean import takes.
+    exchanges = scale.pick(40, 5000)
     trials = scale.pick(1, 2)
     kills_per_trial = scale.pick(2, 10)
     rng = random.Random(scale.seed)
@@ -82,15 +117,21 @@ async def sigkill_import(lab: Lab, scale: Scale) -> Outcome:
 
     clean_env = await _prepared_database(lab, "clean")
     started = time.perf_counter()
-    clean_run = await _import(lab, transcript, **clean_env)
-    _, clean_err = await clean_run.communicate()
+    if scale.quick:
+        clean_run = await lab.command(scale, *_import_argv(transcript), **clean_env)
+        code, clean_said = clean_run.code, clean_run.err
+    else:
+        process = await _import(lab, transcript, **clean_env)
+        _, clean_err = await process.communicate()
+        code, clean_said = process.returncode or 0, clean_err.decode()
     clean_seconds = time.perf_counter() - started
-    if clean_run.returncode != 0:
-        return check(False, f"the clean import failed: {clean_err.decode()[-300:]}")
+    if code != 0:
+        return check(False, f"the clean import failed: {clean_said[-300:]}")
     clean = {m["id"]: _key(m) for m in await rows_at(clean_env["database_url"], MEMORIES_SQL)}
     startup = min(3.0, clean_seconds / 3)
 
     kills = 0
+    mid_import = 0  # kills after this run formed a memory and before the import had formed them all
     mismatched: list[str] = []
     drift_found = 0
     rows_different = 0
@@ -98,6 +139,18 @@ async def sigkill_import(lab: Lab, scale: Scale) -> Outcome:
     for trial in range(trials):
         env = await _prepared_database(lab, f"trial{trial}")
         for _ in range(kills_per_trial):
+            if scale.quick:
+                [before] = await rows_at(env["database_url"], "SELECT count(*) AS n FROM memories")
+                formed = int(before["n"])
+                target = rng.randint(formed + 1, formed + max(1, (len(clean) - formed) // 2))
+                process = await _import(lab, transcript, **env)
+                after = await _kill_when_formed(process, env["database_url"], target)
+                if after is None:
+                    failed_restarts += process.returncode != 0
+                else:
+                    kills += 1
+                    mid_import += formed < after < len(clean)
+                continue
             share = await _pending_share(env["database_url"])
             delay = rng.uniform(0.3, startup + max(share, 0.05) * (clean_seconds - startup))
             process = await _import(lab, transcript, **env)
@@ -109,9 +162,7 @@ async def sigkill_import(lab: Lab, scale: Scale) -> Outcome:
             else:
                 failed_restarts += process.returncode != 0
             await process.communicate()
-        finishing = await lab.cli(
-            "import", str(transcript), "--personality", "sage", "--mode", "summarized", **env
-        )
+        finishing = await lab.command(scale, *_import_argv(transcript), **env)
         failed_restarts += finishing.code != 0
         got = {m["id"]: _key(m) for m in await rows_at(env["database_url"], MEMORIES_SQL)}
         if got != clean:
@@ -123,10 +174,13 @@ async def sigkill_import(lab: Lab, scale: Scale) -> Outcome:
         async with lab.open_runtime(**env) as rt:
             code, out, _ = await run_command(rt, "reindex", "--check")
         drift_found += code != 0 or "no drift" not in out
-    ok = not mismatched and not drift_found and not failed_restarts and kills > 0
+    landed = mid_import == trials * kills_per_trial if scale.quick else kills > 0
+    ok = not mismatched and not drift_found and not failed_restarts and landed
     return check(
         ok,
-        f"{kills} SIGKILLs over {trials} trial(s); after finishing: "
+        f"{kills} SIGKILLs over {trials} trial(s)"
+        + (f" ({mid_import} mid-import)" if scale.quick else "")
+        + "; after finishing: "
         + ("; ".join(mismatched) if mismatched else f"all {len(clean)} memories equal the clean run's")
         + f"; drift in {drift_found} trial(s); {failed_restarts} restarts failed",
         figures(

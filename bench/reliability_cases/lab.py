@@ -26,6 +26,7 @@ from models.database import create_engine
 from testkit.llm_server import LLMTestServer
 
 if TYPE_CHECKING:
+    from bench.reliability_cases import Scale
     from bot.runtime import Runtime
     from bot.settings import BotSettings
 
@@ -186,16 +187,53 @@ class Lab:
             server.reset()
 
     @asynccontextmanager
-    async def open_runtime(self, **overrides: Any) -> AsyncIterator[Runtime]:
+    async def open_runtime(self, *, rebuild_index: bool = False, **overrides: Any) -> AsyncIterator[Runtime]:
         """personae's Runtime (`bot.runtime.open_core` + `open_memory_services`) on this lab's settings,
-        its embedder given the key the test server ignores (settings carry none for embeddings)."""
+        its embedder given the key the test server ignores (settings carry none for embeddings);
+        `rebuild_index` starts a damaged index empty, as `personae reindex` opens it."""
         from bot.runtime import open_core, open_memory_services
         from memory.recall.embedders import make_embedder
 
         settings = self.settings(**overrides)
         embedder = make_embedder(EMBEDDING_MODEL, api_base=settings.embedding_api_base, api_key="test")
-        async with open_core(settings) as core, open_memory_services(core, embedder=embedder) as runtime:
+        async with (
+            open_core(settings) as core,
+            open_memory_services(core, embedder=embedder, rebuild_index=rebuild_index) as runtime,
+        ):
             yield runtime
+
+    async def command(self, scale: Scale, *args: str, **overrides: Any) -> CliResult:
+        """`personae ARGS` where a case checks what the command says and writes, not its process: at the
+        quick scale in this process (the CLI's parser and handler on a runtime of its own, opened and
+        its errors said as bot.cli.app does: one line and exit 1, a traceback on stderr otherwise); a
+        subprocess (`cli`) at full scale. Its own data folder unless overridden, as `cli`'s."""
+        if not scale.quick:
+            return await self.cli(*args, **overrides)
+        import contextlib
+        import io
+        import traceback
+
+        from bot.cli import build_parser
+        from bot.cli.output import CommandError, one_line
+        from memory.errors import UserFacingError
+        from memory.retry import LLMUnavailableError
+
+        parsed = build_parser().parse_args(list(args))
+        # `personae reindex` (not --check) may start a damaged index (bot.cli.app.run_handler).
+        rebuild = getattr(parsed, "rebuilds_index", False) and not getattr(parsed, "check", False)
+        overrides.setdefault("personae_data_dir", self.workdir / "cli-data")
+        out = io.StringIO()
+        try:
+            async with self.open_runtime(rebuild_index=rebuild, **overrides) as runtime:
+                with contextlib.redirect_stdout(out):
+                    await parsed.handler(parsed, runtime)
+        except (CommandError, UserFacingError, LLMUnavailableError) as exc:
+            return CliResult(1, out.getvalue(), f"personae: {one_line(str(exc))}")
+        except SystemExit as exc:  # `reindex --check` exits 1 on drift
+            return CliResult(int(exc.code or 0), out.getvalue(), "")
+        except Exception:
+            return CliResult(1, out.getvalue(), traceback.format_exc())
+        return CliResult(0, out.getvalue(), "")
 
     async def cli(self, *args: str, limit: float = 300.0, **overrides: Any) -> CliResult:
         """`personae ARGS` in a subprocess of this deployment (its own data folder unless overridden)."""
