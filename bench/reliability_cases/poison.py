@@ -57,8 +57,9 @@ async def _env(lab: Lab, name: str, *personalities: str) -> dict[str, Any]:
     return env
 
 
-async def _recalled(lab: Lab, env: dict[str, Any], personality: str, words: str) -> bool:
-    result = await lab.cli("recall", words, "--personality", personality, "--user", USER, "--json", **env)
+async def _recalled(lab: Lab, scale: Scale, env: dict[str, Any], personality: str, words: str) -> bool:
+    argv = ("recall", words, "--personality", personality, "--user", USER, "--json")
+    result = await lab.command(scale, *argv, **env)
     return result.code == 0 and any(words in m["content"] for m in json.loads(result.out)["memories"])
 
 
@@ -87,7 +88,7 @@ async def year_one(lab: Lab, scale: Scale) -> Outcome:
         "later",
         **env,
     )
-    found = await _recalled(lab, env, "later", "later0code0")
+    found = await _recalled(lab, scale, env, "later", "later0code0")
     rebuilt = await lab.cli("reindex", **env)
     checked = await lab.cli("reindex", "--check", **env)
     runs = (early, later, rebuilt, checked)
@@ -108,9 +109,12 @@ async def year_one(lab: Lab, scale: Scale) -> Outcome:
     expected="the old index keeps serving: the memory is recalled, 0 drift",
 )
 async def reindex_killed(lab: Lab, scale: Scale) -> Outcome:
+    # Quick: only the killed `reindex` is a process; the import before it and the recall and check
+    # after it (what the old index serves) run in this process (Lab.command).
     exchanges = scale.pick(10, 200)
     env = await _env(lab, "killed", "keeper")
-    imported = await lab.cli(
+    imported = await lab.command(
+        scale,
         "import",
         str(_transcript(lab.workdir / "keep.jsonl", "keep", exchanges)),
         "--personality",
@@ -128,8 +132,8 @@ async def reindex_killed(lab: Lab, scale: Scale) -> Outcome:
             os.killpg(process.pid, signal.SIGKILL)
         await process.communicate()
         lab.llm.reset()
-    found = await _recalled(lab, env, "keeper", "keep0code0")
-    checked = await lab.cli("reindex", "--check", **env)
+    found = await _recalled(lab, scale, env, "keeper", "keep0code0")
+    checked = await lab.command(scale, "reindex", "--check", **env)
     ok = imported.code == 0 and found and "no drift" in checked.out
     return check(
         ok,
