@@ -1,7 +1,8 @@
 """What an import or a recall meets beyond the file: the embedding endpoint down, a summarizer answering
 text PostgreSQL cannot hold, a query that is not UTF-8 on the command line. `personae` runs as a
-subprocess where the fault is in its process (its settings, its argv); a failure must be one line that
-says what was kept and what to do, never a traceback, and nothing may be lost."""
+subprocess where the fault is in its process (its settings, its argv; at the quick scale the runs
+around it are in this process); a failure must be one line that says what was kept and what to do,
+never a traceback, and nothing may be lost."""
 
 from __future__ import annotations
 
@@ -71,7 +72,9 @@ async def embedding_endpoint_down(lab: Lab, scale: Scale) -> Outcome:
         "import", path, "--personality", name, embedding_api_base=f"http://127.0.0.1:{_closed_port()}/v1"
     )
     between = await _state(lab, name)
-    back = await lab.cli("import", path, "--personality", name)
+    # The first run's one line and exit are its process's; the second only finishes (in this process
+    # at the quick scale).
+    back = await lab.command(scale, "import", path, "--personality", name)
     after = await _state(lab, name)
     said = down.one_line()
     ok = (
@@ -133,11 +136,14 @@ async def summary_nul_and_surrogate(lab: Lab, scale: Scale) -> Outcome:
 )
 async def recall_query_not_utf8(lab: Lab, scale: Scale) -> Outcome:
     name = await _personality(lab, "if-recall")
-    imported = await lab.cli("import", str(lab.workdir / f"{name}.jsonl"), "--personality", name)
+    # Only the refused recall needs its own argv (a process); the import and the recall in UTF-8 run in
+    # this process at the quick scale.
+    imported = await lab.command(scale, "import", str(lab.workdir / f"{name}.jsonl"), "--personality", name)
     refused = await lab.cli(
         "recall", "Brompton \udcff Lisbon", "--personality", name, "--user", "5001", "--json"
     )
-    found = await lab.cli("recall", "Brompton Lisbon", "--personality", name, "--user", "5001", "--json")
+    argv = ("recall", "Brompton Lisbon", "--personality", name, "--user", "5001", "--json")
+    found = await lab.command(scale, *argv)
     ids = json.loads(found.out)["memories"][0]["source_message_ids"] if found.code == 0 and found.out else []
     one_line = refused.one_line()
     ok = (
