@@ -91,7 +91,8 @@ async def _lost_index(lab: Lab, scale: Scale, damage: str) -> Outcome:
     # Start-up as a process of its own (what `personae run` and every memory command open first).
     startup = await lab.cli("recall", "locker0code0", "--personality", "keeper", "--user", ALICE, **env)
     said = _startup_lines(startup)
-    rebuilt = await lab.cli("reindex", **env)
+    # The rebuild is checked by what it leaves (in this process at the quick scale).
+    rebuilt = await lab.command(scale, "reindex", **env)
     verdict, after = await _check_and_recall(lab, env, ALICE, "locker0code0")
     found = any("locker0code0" in m["content"] for m in after)
     ok = (
