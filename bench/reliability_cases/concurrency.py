@@ -37,7 +37,7 @@ GUILD, CHANNEL = "7001", "5501"
     "0 cross-user contents, 0 lost, 0 duplicated, nothing left pending",
 )
 async def shared_channel(lab: Lab, scale: Scale) -> Outcome:
-    per_user = scale.pick(5, 25)
+    per_user = scale.pick(3, 25)
     rt = lab.runtime
     rng = random.Random(scale.seed)
     personality, _ = await rt.personalities.create("lilith-shared", display_name="Lilith")
