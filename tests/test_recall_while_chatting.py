@@ -34,11 +34,15 @@ async def test_the_chat_holding_the_index_answers_recall_and_memory_commands_as_
     )
     env["PYTHONPATH"] = str(Path(__file__).parents[1])
     assert (await personae("personality", "create", "Sage", env=env, cwd=tmp_path))[0] == 0
-    chat_command = ("chat", "--personality", "sage", "--user", "42")
-    code, _, err = await personae(
-        *chat_command, env=env, cwd=tmp_path, stdin=b"My dog is called Biscuit.\n/quit\n"
+    # The memory the commands find: imported (a chat process of its own would only cost start-up).
+    transcript = tmp_path / "said.jsonl"
+    transcript.write_text(
+        '{"id": "1", "role": "user", "content": "My dog is called Biscuit.", "user_id": "42"}\n'
+        '{"id": "2", "role": "assistant", "content": "Biscuit is a fine name.", "reply_to": "1"}\n'
     )
+    code, _, err = await personae("import", str(transcript), "--personality", "sage", env=env, cwd=tmp_path)
     assert code == 0, err
+    chat_command = ("chat", "--personality", "sage", "--user", "42")
 
     alone = await _run_all(env, tmp_path)
     assert alone[0][0] == 0 and "My dog is called Biscuit." in alone[0][1], alone[0]
@@ -62,7 +66,8 @@ async def test_the_chat_holding_the_index_answers_recall_and_memory_commands_as_
         chat.kill()  # gone without closing anything: its socket stays behind, nobody listening on it
         await chat.wait()
     assert socket_path.exists()
-    assert await _run_all(env, tmp_path) == alone
+    # Nobody answers on the socket left behind: the command runs alone (one of them shows it).
+    assert await personae(*COMMANDS[0], env=env, cwd=tmp_path) == alone[0]
 
     # A worker holds the index as long: it answers them too, from the moment its socket is there.
     socket_path.unlink()  # the one left behind (a worker replaces it, but would not be told apart)
@@ -73,7 +78,7 @@ async def test_the_chat_holding_the_index_answers_recall_and_memory_commands_as_
         async with asyncio.timeout(120):
             while not socket_path.exists():  # noqa: ASYNC110 (a file to wait for: nothing to await)
                 await asyncio.sleep(0.1)
-        assert await _run_all(env, tmp_path) == alone
+        assert await personae(*COMMANDS[1], env=env, cwd=tmp_path) == alone[1]
     finally:
         worker.terminate()  # SIGTERM: the worker stops in order, its socket removed
         await worker.wait()
