@@ -9,26 +9,27 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from models import Message
 from testkit.llm_server import LLMTestServer, Trickle
 from tests import test_chat_terminal
-from tests.test_chat_cli import personae
 from tests.test_chat_terminal import HeldSummarizer, Terminal, rows
 
-# That module's fixtures: the chat's environment and its summarizer.
+# That module's fixtures: the chat's environment, its summarizer, and Lilith in its database.
 env = test_chat_terminal.env
 summarizer = test_chat_terminal.summarizer
+lilith = test_chat_terminal.lilith
 
 FULL = "Biscuit is a fine name for a dog who likes long walks."
 
 
+@pytest.mark.usefixtures("lilith")
 async def test_ctrl_c_stops_the_reply_then_continue_retry_edit_and_a_second_ctrl_c_leaves(
     env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
     summarizer.release.set()
     llm_server.responder = lambda body: FULL
-    code, _, err = await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
-    assert code == 0, err
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
         await chat.expect("you> ")
@@ -80,12 +81,12 @@ async def test_ctrl_c_stops_the_reply_then_continue_retry_edit_and_a_second_ctrl
     assert "Traceback" not in chat.output
 
 
+@pytest.mark.usefixtures("lilith")
 async def test_text_that_would_drive_the_terminal_is_shown_escaped(
     env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
     summarizer.release.set()
     llm_server.responder = lambda body: "Done \x1b]52;c;SGVsbG8=\x07 \x1b]0;pwned\x07 \x1b[2J \x9b2J ok"
-    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
         await chat.expect("you> ")

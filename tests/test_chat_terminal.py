@@ -138,6 +138,27 @@ def env(
     )
 
 
+def create_lilith(capsys: pytest.CaptureFixture[str], *options: str) -> None:
+    """`personae personality create Lilith OPTIONS` in this process (what it stores is what a chat
+    process then opens; creating it is no part of what these tests watch a process do)."""
+    code, _, err = run(capsys, "personality", "create", "Lilith", *options)
+    assert code == 0, err
+
+
+@pytest.fixture
+def lilith(env: dict[str, str], cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lilith in the chat's database (`env`'s, which `cli_env` gives this process too)."""
+    assert env["DATABASE_URL"] == os.environ["DATABASE_URL"]
+    create_lilith(capsys)
+
+
+@pytest.fixture
+def summarized_lilith(env: dict[str, str], cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lilith in the chat's database, her memories summarized by the model."""
+    assert env["DATABASE_URL"] == os.environ["DATABASE_URL"]
+    create_lilith(capsys, "--memory-mode", "summarized")
+
+
 async def rows(database_url: str, model: Any) -> list[Any]:
     engine = create_engine(database_url)
     try:
@@ -147,13 +168,10 @@ async def rows(database_url: str, model: Any) -> list[Any]:
         await engine.dispose()
 
 
+@pytest.mark.usefixtures("summarized_lilith")
 async def test_the_next_prompt_never_waits_on_memory_formation(
     env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
-    code, _, err = await personae(
-        "personality", "create", "Lilith", "--memory-mode", "summarized", env=env, cwd=tmp_path
-    )
-    assert code == 0, err
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
         banner = await chat.expect("you> ")
@@ -182,10 +200,10 @@ async def test_the_next_prompt_never_waits_on_memory_formation(
     assert "DEBUG" in logged and "DEBUG" not in chat.output  # logs went to the file, not the screen
 
 
+@pytest.mark.usefixtures("summarized_lilith")
 async def test_a_note_waits_for_the_end_of_the_reply_being_written(
     env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
-    await personae("personality", "create", "Lilith", "--memory-mode", "summarized", env=env, cwd=tmp_path)
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
         await chat.expect("you> ")
@@ -206,10 +224,10 @@ async def test_a_note_waits_for_the_end_of_the_reply_being_written(
     assert "(remembered)" in chat.output[chat.output.index("He is three years old.") :]
 
 
+@pytest.mark.usefixtures("summarized_lilith")
 async def test_ctrl_c_leaves_formation_for_the_next_chat(
     env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
-    await personae("personality", "create", "Lilith", "--memory-mode", "summarized", env=env, cwd=tmp_path)
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
         await chat.expect("you> ")
@@ -303,11 +321,11 @@ def test_a_new_conversation_opens_with_the_greeting_and_none_of_the_old_one(
     assert "And my cat?" in [m.content for m in asyncio.run(rows(scratch_database_url, Message))]
 
 
+@pytest.mark.usefixtures("lilith")
 async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
     env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path
 ) -> None:
     summarizer.release.set()
-    await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
         await chat.expect("you> ")
@@ -325,7 +343,6 @@ async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
 
 async def cold_recall(*python: str, env: dict[str, str], cwd: Path) -> str:
     """The stderr of a recall of Lilith's memories of user 42 run as `python PYTHON... recall ...`."""
-    await personae("personality", "create", "Lilith", env=env, cwd=cwd)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         *python,
@@ -340,6 +357,7 @@ async def cold_recall(*python: str, env: dict[str, str], cwd: Path) -> str:
     return err.decode()
 
 
+@pytest.mark.usefixtures("lilith")
 async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_path: Path) -> None:
     """wordfreq (fact checks) and emoji (cleaning text) cost ~0.5 s to load, lemminflect's tables ~0.3 s
     (a question without a head noun needs none of its word forms), litellm ~1 s, discord and alembic
@@ -351,6 +369,7 @@ async def test_recall_loads_nothing_it_does_not_use(env: dict[str, str], tmp_pat
     assert imported & unused == set()
 
 
+@pytest.mark.usefixtures("lilith")
 async def test_recall_leaves_the_garbage_collector_out_of_its_start_up(
     env: dict[str, str], tmp_path: Path
 ) -> None:
