@@ -17,6 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.cli.app import build_parser
+from bot.runtime import open_core, open_memory_services
+from bot.settings import load_bot_settings
+from memory.recall.embedders import Embedder
 from models import Conversation, Memory, Message
 from models.database import create_engine, create_sessionmaker
 from testkit.cli import llm_server_thread, run
@@ -226,7 +230,12 @@ async def test_a_note_waits_for_the_end_of_the_reply_being_written(
 
 @pytest.mark.usefixtures("summarized_lilith")
 async def test_ctrl_c_leaves_formation_for_the_next_chat(
-    env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path
+    env: dict[str, str],
+    summarizer: HeldSummarizer,
+    embedder: Embedder,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
@@ -243,16 +252,25 @@ async def test_ctrl_c_leaves_formation_for_the_next_chat(
     assert await rows(env["DATABASE_URL"], Memory) == []
     assert [m.role for m in await rows(env["DATABASE_URL"], Message)] == ["user", "assistant"]
 
-    # The next chat, even in a new conversation, forms what the last one left.
+    # The next chat, even in a new conversation, forms what the last one left. It runs in this
+    # process (what it prints and stores is the point), on the database and the index the killed
+    # process left: `personae chat` on the Runtime the command opens, lines typed on stdin.
     summarizer.release.set()
-    code, out, err = await personae(
-        *("chat", "--personality", "lilith", "--user", "42", "--new"),
-        env=env,
-        cwd=tmp_path,
-        stdin=b"Good boy.\n/quit\n",
-    )
-    assert code == 0, err
-    assert "(remembered)" in out
+    for name in (
+        "CHAT_MODEL",
+        "CHAT_API_BASE",
+        "SUMMARIZER_MODEL",
+        "SUMMARIZER_API_BASE",
+        "MIN_SUMMARIZE_TOKENS",
+    ):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setattr("sys.stdin", io.StringIO("Good boy.\n/quit\n"))
+    args = build_parser().parse_args(["chat", "--personality", "lilith", "--user", "42", "--new"])
+    settings = load_bot_settings()
+    assert (settings.database_url, settings.personae_data_dir) == (env["DATABASE_URL"], tmp_path / "data")
+    async with open_core(settings) as core, open_memory_services(core, embedder=embedder) as runtime:
+        await args.handler(args, runtime)
+    assert "(remembered)" in capsys.readouterr().out
     assert len(await rows(env["DATABASE_URL"], Memory)) == 2
     assert len(await rows(env["DATABASE_URL"], Conversation)) == 2
 
