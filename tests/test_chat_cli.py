@@ -1,5 +1,6 @@
-"""`personae chat`: in-process on the bot's runtime, and as a user runs it, a real subprocess; both
-talking to the OpenAI-compatible test server."""
+"""`personae chat`: in-process on the bot's runtime, and as a user runs it (`main()`), both talking to
+the OpenAI-compatible test server. `personae` and `environment` run it as a real subprocess, for the
+tests of what only a process shows (tests/test_chat_terminal.py and others)."""
 
 from __future__ import annotations
 
@@ -47,44 +48,47 @@ def environment(database_url: str, tmp_path: Path, **extra: str) -> dict[str, st
     return env
 
 
-async def test_terminal_chat_is_stored_like_discord(
-    scratch_database_url: str, llm_server: LLMTestServer, tmp_path: Path
+def test_terminal_chat_is_stored_like_discord(
+    cli_env: Path,
+    scratch_database_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    llm_server.responder = lambda body: "Biscuit is a fine name. *adjusts glasses*"
-    env = environment(
-        scratch_database_url,
-        tmp_path,
-        CHAT_MODEL="openai/test-chat",
-        CHAT_API_BASE=llm_server.base_url,
-        CHAT_API_KEY="test",
-    )
-    code, _, err = await personae("personality", "create", "Lilith", env=env, cwd=tmp_path)
-    assert code == 0, err
-    code, out, err = await personae(
-        "chat",
-        "--personality",
-        "lilith",
-        "--user",
-        "42",
-        env=env,
-        cwd=tmp_path,
-        stdin=b"My dog is called Biscuit\n/quit\n",
-    )
+    """`personae chat` as a user runs it, in-process (what it prints, sends and stores: nothing a
+    process shows), lines typed on stdin."""
+    tmp_path = cli_env
+    with llm_server_thread() as llm_server:
+        llm_server.responder = lambda body: "Biscuit is a fine name. *adjusts glasses*"
+        for name, value in {
+            "CHAT_MODEL": "openai/test-chat",
+            "CHAT_API_BASE": llm_server.base_url,
+            "CHAT_API_KEY": "test",
+        }.items():
+            monkeypatch.setenv(name, value)
+        code, _, err = run(capsys, "personality", "create", "Lilith")
+        assert code == 0, err
+        monkeypatch.setattr("sys.stdin", io.StringIO("My dog is called Biscuit\n/quit\n"))
+        code, out, err = run(capsys, "chat", "--personality", "lilith", "--user", "42")
+        sent = llm_server.requests[-1]["messages"]
     assert code == 0, err
     assert "Chatting with Lilith" in out
     assert "Biscuit is a fine name." in out
-    sent = llm_server.requests[-1]["messages"]
+    assert f"Logs: {tmp_path / 'data' / 'logs' / 'chat.log'}" in out
     assert sent[0]["role"] == "system" and "Lilith" in sent[0]["content"]
     assert sent[-1]["role"] == "user" and "My dog is called Biscuit" in sent[-1]["content"]
-    engine = create_engine(scratch_database_url)
-    try:
-        async with create_sessionmaker(engine)() as session:
-            rows = (await session.scalars(select(Message).order_by(Message.id))).all()
-    finally:
-        await engine.dispose()
+    rows = asyncio.run(messages(scratch_database_url))
     assert [m.role for m in rows] == ["user", "assistant"]
     assert (rows[0].author_id, rows[0].content) == ("42", "My dog is called Biscuit")
     assert rows[1].content.startswith("Biscuit is a fine name.")
+
+
+async def messages(database_url: str) -> list[Message]:
+    engine = create_engine(database_url)
+    try:
+        async with create_sessionmaker(engine)() as session:
+            return list((await session.scalars(select(Message).order_by(Message.id))).all())
+    finally:
+        await engine.dispose()
 
 
 def test_terminal_chat_without_model_names_the_variable(
