@@ -2,7 +2,8 @@
 being written (kept as far as it went) and a second one leaves; /continue goes on from where it
 stopped; /retry answers again in place (the 🔄's path); /edit changes the last message and answers it
 again. Text that would drive the terminal
-(OSC 52, OSC 0, CSI 2J) is shown escaped."""
+(OSC 52, OSC 0, CSI 2J) is shown escaped. One chat process does all of it (its start-up, litellm's
+import most of it, costs more than the rest)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ summarizer = test_chat_terminal.summarizer
 lilith = test_chat_terminal.lilith
 
 FULL = "Biscuit is a fine name for a dog who likes long walks."
+DRIVES_THE_TERMINAL = "Done \x1b]52;c;SGVsbG8=\x07 \x1b]0;pwned\x07 \x1b[2J \x9b2J ok"
 
 
 @pytest.mark.usefixtures("lilith")
@@ -74,27 +76,16 @@ async def test_ctrl_c_stops_the_reply_then_continue_retry_edit_and_a_second_ctrl
             ("assistant", "A cat called Biscuit, then."),
         ]
 
+        # Text that would drive the terminal (OSC 52 sets the clipboard, OSC 0 the title, CSI 2J clears
+        # the screen, 0x9B is CSI in one byte) is shown escaped: at the terminal, in this same chat.
+        llm_server.responder = lambda body: DRIVES_THE_TERMINAL
+        chat.type("hello")
+        turn = await chat.expect("you> ")
+
         chat.process.send_signal(signal.SIGINT)  # at the prompt: leaves
         assert await chat.ended() == 130
     finally:
         chat.close()
     assert "Traceback" not in chat.output
-
-
-@pytest.mark.usefixtures("lilith")
-async def test_text_that_would_drive_the_terminal_is_shown_escaped(
-    env: dict[str, str], llm_server: LLMTestServer, summarizer: HeldSummarizer, tmp_path: Path
-) -> None:
-    summarizer.release.set()
-    llm_server.responder = lambda body: "Done \x1b]52;c;SGVsbG8=\x07 \x1b]0;pwned\x07 \x1b[2J \x9b2J ok"
-    chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
-    try:
-        await chat.expect("you> ")
-        chat.type("hello")
-        turn = await chat.expect("you> ")
-        chat.type("/quit")
-        assert await chat.ended() == 0
-    finally:
-        chat.close()
     assert "Done \\u001b]52;c;SGVsbG8=\\u0007 \\u001b]0;pwned\\u0007 \\u001b[2J \\u009b2J ok" in turn
     assert "\x1b]" not in chat.output and "\x1b[2J" not in chat.output and "\x9b" not in chat.output
