@@ -25,7 +25,7 @@ from models import Conversation, Memory, Message
 from models.database import create_engine, create_sessionmaker
 from testkit.cli import llm_server_thread, run
 from testkit.llm_server import LLMTestServer, SummarizerModel, Trickle
-from tests.test_chat_cli import environment, personae
+from tests.test_chat_cli import environment
 
 EXPECT_SECONDS = 120  # a bound against a hang, not a timing: the shared machine may be slow
 
@@ -341,8 +341,10 @@ def test_a_new_conversation_opens_with_the_greeting_and_none_of_the_old_one(
 
 @pytest.mark.usefixtures("lilith")
 async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
-    env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path
+    env: dict[str, str], summarizer: HeldSummarizer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The chat is a process holding the index; the reports run beside it in this one (`cli_env`'s
+    environment is the chat's), in a thread, as `main()` runs an event loop of its own."""
     summarizer.release.set()
     chat = Terminal("chat", "--personality", "lilith", "--user", "42", env=env, cwd=tmp_path)
     try:
@@ -350,7 +352,7 @@ async def test_reports_on_postgresql_run_while_the_chat_holds_the_index(
         chat.type("My dog is called Biscuit.")
         await chat.expect("(remembered)")
         for command in (("memory", "stats"), ("memory", "list", "--personality", "lilith", "--user", "42")):
-            code, out, err = await personae(*command, env=env, cwd=tmp_path)
+            code, out, err = await asyncio.to_thread(run, capsys, *command)
             assert code == 0, err
         chat.type("/quit")
         assert await chat.ended() == 0
