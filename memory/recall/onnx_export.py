@@ -216,8 +216,15 @@ def quantize(model: Path, quantized: Path) -> None:
 
     logging.disable(logging.WARNING)  # its advice to pre-process first: this graph quantizes as it is
     try:
-        with _atomic_path(quantized) as tmp:
-            quantize_dynamic(model, tmp, weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+        # It writes its shape-inferred copy beside the graph it reads, under a fixed name: read from a
+        # directory of its own, so that processes quantizing at once do not read each other's copy.
+        with (
+            tempfile.TemporaryDirectory(dir=quantized.parent, prefix=".quantize.") as own,
+            _atomic_path(quantized) as tmp,
+        ):
+            linked = Path(own) / model.name
+            linked.symlink_to(model.resolve())
+            quantize_dynamic(linked, tmp, weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     finally:
         logging.disable(logging.NOTSET)
 
