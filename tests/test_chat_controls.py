@@ -80,7 +80,10 @@ async def test_ctrl_c_stops_the_reply_then_continue_retry_edit_and_a_second_ctrl
         # the screen, 0x9B is CSI in one byte) is shown escaped: at the terminal, in this same chat.
         llm_server.responder = lambda body: DRIVES_THE_TERMINAL
         chat.type("hello")
-        turn = await chat.expect("you> ")
+        # The reply's line, then the prompt after it (a note of an earlier turn's memory may redraw the
+        # prompt before the reply begins: the line is found first).
+        turn = await chat.expect("Lilith> Done ")
+        turn += await chat.expect("you> ")
 
         chat.process.send_signal(signal.SIGINT)  # at the prompt: leaves
         assert await chat.ended() == 130
