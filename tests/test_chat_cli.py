@@ -48,6 +48,16 @@ def environment(database_url: str, tmp_path: Path, **extra: str) -> dict[str, st
     return env
 
 
+def use_chat_model(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """The test chat model at `base_url`, for commands run in this process."""
+    for name, value in {
+        "CHAT_MODEL": "openai/test-chat",
+        "CHAT_API_BASE": base_url,
+        "CHAT_API_KEY": "test",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
 def test_terminal_chat_is_stored_like_discord(
     cli_env: Path,
     scratch_database_url: str,
@@ -59,12 +69,7 @@ def test_terminal_chat_is_stored_like_discord(
     tmp_path = cli_env
     with llm_server_thread() as llm_server:
         llm_server.responder = lambda body: "Biscuit is a fine name. *adjusts glasses*"
-        for name, value in {
-            "CHAT_MODEL": "openai/test-chat",
-            "CHAT_API_BASE": llm_server.base_url,
-            "CHAT_API_KEY": "test",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_chat_model(monkeypatch, llm_server.base_url)
         code, _, err = run(capsys, "personality", "create", "Lilith")
         assert code == 0, err
         monkeypatch.setattr("sys.stdin", io.StringIO("My dog is called Biscuit\n/quit\n"))
@@ -109,12 +114,7 @@ def test_why_shows_the_memories_the_last_reply_used_with_their_ids(
 ) -> None:
     tmp_path = cli_env
     with llm_server_thread() as llm_server:
-        for name, value in {
-            "CHAT_MODEL": "openai/test-chat",
-            "CHAT_API_BASE": llm_server.base_url,
-            "CHAT_API_KEY": "test",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_chat_model(monkeypatch, llm_server.base_url)
         assert run(capsys, "personality", "create", "Lilith")[0] == 0
         said = [
             ("b1", "user", "My dog is called Biscuit and she loves the beach."),
