@@ -96,7 +96,10 @@ async def _set_aside(url: str) -> int | None:
 def _when_it_stops(watchdog: Watchdog | None) -> str:
     if watchdog is None or watchdog.idle_seconds <= 0:
         return "when `personae db stop` stops it"
-    spell = f"{watchdog.idle_seconds / 60:g} minute(s) with no client"
+    seconds = watchdog.idle_seconds
+    minutes = seconds / 60
+    quiet = f"{minutes:g} minute{'' if minutes == 1 else 's'}" if minutes.is_integer() else f"{seconds:g} s"
+    spell = f"{quiet} with no client"
     if watchdog.stops_at is None:
         return f"by itself after {spell}; clients are connected now"
     return f"by itself at {watchdog.stops_at:%Y-%m-%d %H:%M:%S} UTC ({spell}) unless a client connects"
