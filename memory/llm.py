@@ -88,8 +88,8 @@ def load_litellm() -> ModuleType:
     # The embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so our max_retries=0 would mean
     # the SDK's two silent retries on top of RetryPolicy's; with this default, 0 means none.
     litellm.DEFAULT_MAX_RETRIES = 0  # Final in litellm, read at call time
-    # aembedding builds its request coroutine in an executor thread: a call cancelled there (our
-    # timeout) leaves that coroutine unawaited, and its collection prints a RuntimeWarning to stderr.
+    # aembedding builds its request coroutine in an executor thread: a call cancelled there (a stopped
+    # import, a pass cancelled at shutdown) leaves it unawaited, and Python prints a RuntimeWarning.
     warnings.filterwarnings("ignore", "coroutine '.*aembedding' was never awaited", RuntimeWarning)
     return cast(ModuleType, litellm)  # read as Any (pyproject: mypy does not follow litellm)
 

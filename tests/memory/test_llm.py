@@ -217,6 +217,38 @@ async def test_llm_module_does_not_import_litellm_at_import() -> None:
     assert stdout.decode().split() == ["False", "False"]
 
 
+CANCELLED_EMBEDDING = """
+import asyncio, sys
+from memory.recall.embedders import LiteLLMEmbedder
+
+async def main():
+    embedder = LiteLLMEmbedder("openai/test-embedding", api_base=sys.argv[1], api_key="test", dimension=4)
+    task = asyncio.create_task(embedder.embed(["Alice moved to Lisbon."]))
+    await asyncio.sleep(0)  # the call is in litellm's executor, building its request coroutine
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    print("cancelled" if task.cancelled() else "not cancelled")
+
+asyncio.run(main())
+"""
+
+
+async def test_an_embedding_cancelled_in_flight_prints_no_warning(llm_server: LLMTestServer) -> None:
+    # A stopped import or a pass cancelled at shutdown: litellm leaves its request coroutine unawaited,
+    # which a process prints as a RuntimeWarning unless load_litellm's filter holds it back.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CANCELLED_EMBEDDING,
+        llm_server.base_url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await process.communicate()
+    assert stdout.decode().split() == ["cancelled"]
+    assert "never awaited" not in stderr.decode(), stderr.decode()
+
+
 async def test_server_drop_really_closes_the_connection(llm_server: LLMTestServer) -> None:
     llm_server.script(Drop())
     async with aiohttp.ClientSession() as session:
